@@ -1,0 +1,161 @@
+# shellcheck shell=bash
+# Functions to run a private containerd for splitlet's tests: its own root, state,
+# socket and config under one work directory, so it never touches a containerd the
+# machine may already run. Source this file; every function is idempotent.
+#
+#   containerd_install            apt-get install containerd runc busybox-static if absent
+#   containerd_start WORKDIR [EXTRA_TOML]
+#                                 write the config (EXTRA_TOML appended verbatim),
+#                                 start containerd, wait for its socket; exports
+#                                 CONTAINERD_SOCK, CONTAINERD_PID, CONTAINERD_LOG
+#   containerd_import FILE...     import OCI image tarballs into the k8s.io namespace
+#   containerd_stop               kill every task, stop containerd and its shims,
+#                                 unmount what it left under WORKDIR
+#
+# Set CONTAINERD_WITH_CNI=1 to install Debian's CNI plugins and give pods a bridge
+# network; without it only host-network pods can run (enough for our e2e).
+# The config choices below come from ../shared/ENVIRONMENT.md: without
+# restrict_oom_score_adj every sandbox fails on machines whose bounding set lacks
+# CAP_SYS_RESOURCE; AppArmor is unavailable; there is no systemd, hence cgroupfs.
+
+CONTAINERD_PAUSE_IMAGE=${CONTAINERD_PAUSE_IMAGE:-registry.k8s.io/pause:3.10}
+
+containerd_log() { echo "[containerd] $*" >&2; }
+
+_apt_updated=""
+_apt_install() {
+  if [ -z "$_apt_updated" ]; then
+    DEBIAN_FRONTEND=noninteractive apt-get update -qq >/dev/null
+    _apt_updated=1
+  fi
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" >/dev/null
+}
+
+containerd_install() {
+  local missing=()
+  command -v containerd >/dev/null || missing+=(containerd)
+  command -v runc >/dev/null || missing+=(runc)
+  [ -x /bin/busybox ] && /bin/busybox --list 2>/dev/null | grep -qx sh || missing+=(busybox-static)
+  if [ "${CONTAINERD_WITH_CNI:-}" = 1 ] && [ ! -x /usr/lib/cni/bridge ]; then
+    missing+=(containernetworking-plugins iptables)
+  fi
+  if [ ${#missing[@]} -gt 0 ]; then
+    containerd_log "installing ${missing[*]} from Debian"
+    _apt_install "${missing[@]}"
+  fi
+  # busybox-static ships /bin/busybox; a dynamic busybox would not run in a
+  # scratch image, so insist on the static one.
+  if ! file -L /bin/busybox 2>/dev/null | grep -q 'statically linked' && \
+     ! ldd /bin/busybox 2>&1 | grep -q 'not a dynamic executable'; then
+    _apt_install busybox-static
+  fi
+}
+
+containerd_start() {
+  local workdir=$1 extra=${2:-}
+  mkdir -p "$workdir"
+  workdir=$(cd "$workdir" && pwd)
+  CONTAINERD_DIR=$workdir
+  CONTAINERD_SOCK=$workdir/containerd.sock
+  CONTAINERD_LOG=$workdir/containerd.log
+  local cni_bin=/usr/lib/cni cni_conf=$workdir/cni/net.d
+  mkdir -p "$cni_conf" "$workdir/root" "$workdir/state"
+  if [ "${CONTAINERD_WITH_CNI:-}" = 1 ]; then
+    cat >"$cni_conf/10-splitlet.conflist" <<JSON
+{
+  "cniVersion": "1.0.0",
+  "name": "splitlet",
+  "plugins": [
+    {"type": "bridge", "bridge": "splitlet0", "isGateway": true, "ipMasq": true,
+     "ipam": {"type": "host-local", "ranges": [[{"subnet": "10.88.0.0/16"}]],
+              "routes": [{"dst": "0.0.0.0/0"}]}},
+    {"type": "portmap", "capabilities": {"portMappings": true}},
+    {"type": "loopback"}
+  ]
+}
+JSON
+  fi
+  cat >"$workdir/config.toml" <<TOML
+version = 2
+root = "$workdir/root"
+state = "$workdir/state"
+
+[grpc]
+  address = "$CONTAINERD_SOCK"
+
+[ttrpc]
+  address = "$CONTAINERD_SOCK.ttrpc"
+
+[debug]
+  address = "$CONTAINERD_SOCK.debug"
+
+[plugins."io.containerd.grpc.v1.cri"]
+  sandbox_image = "$CONTAINERD_PAUSE_IMAGE"
+  restrict_oom_score_adj = true
+  disable_apparmor = true
+  enable_selinux = false
+
+[plugins."io.containerd.grpc.v1.cri".containerd]
+  snapshotter = "overlayfs"
+  default_runtime_name = "runc"
+
+[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
+  runtime_type = "io.containerd.runc.v2"
+
+[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
+  SystemdCgroup = false
+
+[plugins."io.containerd.grpc.v1.cri".cni]
+  bin_dir = "$cni_bin"
+  conf_dir = "$cni_conf"
+TOML
+  if [ -n "$extra" ]; then
+    cat "$extra" >>"$workdir/config.toml"
+  fi
+  containerd_log "starting containerd (config $workdir/config.toml, log $CONTAINERD_LOG)"
+  containerd --config "$workdir/config.toml" >"$CONTAINERD_LOG" 2>&1 &
+  CONTAINERD_PID=$!
+  local i
+  for i in $(seq 1 100); do
+    if ctr --address "$CONTAINERD_SOCK" version >/dev/null 2>&1; then
+      export CONTAINERD_SOCK CONTAINERD_PID CONTAINERD_LOG CONTAINERD_DIR
+      containerd_log "ready on $CONTAINERD_SOCK (pid $CONTAINERD_PID)"
+      return 0
+    fi
+    if ! kill -0 "$CONTAINERD_PID" 2>/dev/null; then
+      containerd_log "containerd exited; its log:"; cat "$CONTAINERD_LOG" >&2
+      return 1
+    fi
+    sleep 0.1
+  done
+  containerd_log "containerd did not answer within 10 s; its log:"; tail -50 "$CONTAINERD_LOG" >&2
+  return 1
+}
+
+containerd_import() {
+  local f
+  for f in "$@"; do
+    ctr --address "$CONTAINERD_SOCK" -n k8s.io images import --all-platforms "$f" >/dev/null
+  done
+  ctr --address "$CONTAINERD_SOCK" -n k8s.io images ls -q >&2
+}
+
+containerd_stop() {
+  [ -n "${CONTAINERD_SOCK:-}" ] || return 0
+  if [ -n "${CONTAINERD_PID:-}" ] && kill -0 "$CONTAINERD_PID" 2>/dev/null; then
+    local t
+    for t in $(ctr --address "$CONTAINERD_SOCK" -n k8s.io tasks ls -q 2>/dev/null); do
+      ctr --address "$CONTAINERD_SOCK" -n k8s.io tasks kill -a -s SIGKILL "$t" >/dev/null 2>&1 || true
+    done
+    sleep 0.5
+    kill "$CONTAINERD_PID" 2>/dev/null || true
+    wait "$CONTAINERD_PID" 2>/dev/null || true
+  fi
+  # Shims outlive containerd by design; ours are the ones given our socket.
+  pkill -KILL -f -- "-address $CONTAINERD_SOCK" 2>/dev/null || true
+  if [ -n "${CONTAINERD_DIR:-}" ]; then
+    awk -v d="$CONTAINERD_DIR" 'index($2, d) == 1 {print $2}' /proc/mounts | sort -r |
+      while read -r m; do umount -l "$m" 2>/dev/null || true; done
+  fi
+  unset CONTAINERD_PID
+}
