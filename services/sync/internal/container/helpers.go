@@ -1,0 +1,115 @@
+package container
+
+import (
+	"encoding/json"
+	"hash/fnv"
+	"strconv"
+
+	v1 "k8s.io/api/core/v1"
+)
+
+// HashContainer returns the hash of the parts of a container spec whose
+// change requires the running container to be replaced. SyncPod records it
+// on every container it creates; computePodActions restarts a container
+// whose recorded hash differs from its spec's.
+//
+// Matches the kubelet's kubecontainer.HashContainer (v1.31 and later), value
+// for value: FNV-32a over the kubelet's DeepHashObject rendering (go-spew's
+// "%#v") of the JSON of {"image", "name"} only. Since v1.31 the kubelet hashes
+// just those two fields, because image is the only container field an update
+// may change (the rest are immutable in the API) and hashing the whole spec
+// restarted every container whenever a kubelet upgrade added a defaulted
+// field. Producing the same value keeps containers created by a kubelet and by
+// sync interchangeable, and a sync upgrade from restarting healthy containers.
+func HashContainer(c *v1.Container) uint64 {
+	// encoding/json sorts map keys, so the bytes are canonical.
+	fields, _ := json.Marshal(map[string]string{
+		"name":  c.Name,
+		"image": c.Image,
+	})
+	h := fnv.New32a()
+	_, _ = h.Write(spewByteSlice(fields))
+	return uint64(h.Sum32())
+}
+
+// spewByteSlice renders b exactly as go-spew's formatter renders a []byte
+// with "%#v" (the form the kubelet hashes): the type in parentheses, then the
+// elements in decimal, space separated, in brackets. Written out here so that
+// the hash needs no dependency on go-spew.
+func spewByteSlice(b []byte) []byte {
+	out := make([]byte, 0, len("([]uint8)[]")+4*len(b))
+	out = append(out, "([]uint8)["...)
+	for i, c := range b {
+		if i > 0 {
+			out = append(out, ' ')
+		}
+		out = strconv.AppendUint(out, uint64(c), 10)
+	}
+	return append(out, ']')
+}
+
+// ShouldContainerBeRestarted reports whether container, which is not
+// running, should be (re)started given the pod's restart policy and the
+// container's latest status. Matches the kubelet's
+// kubecontainer.ShouldContainerBeRestarted:
+//   - a pod being deleted starts nothing;
+//   - a container never seen (or garbage-collected) is started;
+//   - a running container is not started again;
+//   - created and unknown containers are always restarted: created means the
+//     start failed after the create, unknown may be half-dead;
+//   - an exited container restarts under Always, under OnFailure only if it
+//     failed (non-zero exit), and never under Never.
+//
+// Back-off is not considered here: SyncPod checks it when it starts the
+// container, as the kubelet does.
+func ShouldContainerBeRestarted(container *v1.Container, pod *v1.Pod, podStatus *PodStatus) bool {
+	if pod.DeletionTimestamp != nil {
+		return false
+	}
+	status := podStatus.FindContainerStatusByName(container.Name)
+	if status == nil {
+		return true
+	}
+	switch status.State {
+	case ContainerStateRunning:
+		return false
+	case ContainerStateUnknown, ContainerStateCreated:
+		return true
+	}
+	switch pod.Spec.RestartPolicy {
+	case v1.RestartPolicyNever:
+		return false
+	case v1.RestartPolicyOnFailure:
+		return status.ExitCode != 0
+	default:
+		return true
+	}
+}
+
+// IsHostNetworkPod reports whether the pod uses the node's network
+// namespace. Matches the kubelet's kubecontainer.IsHostNetworkPod.
+func IsHostNetworkPod(pod *v1.Pod) bool {
+	return pod.Spec.HostNetwork
+}
+
+// IsRestartableInitContainer reports whether an init container is a sidecar:
+// an init container with restartPolicy Always, which is started in order
+// with the other init containers but then kept running beside the regular
+// containers. Matches the kubelet's podutil.IsRestartableInitContainer.
+func IsRestartableInitContainer(initContainer *v1.Container) bool {
+	if initContainer == nil || initContainer.RestartPolicy == nil {
+		return false
+	}
+	return *initContainer.RestartPolicy == v1.ContainerRestartPolicyAlways
+}
+
+// HasRestartableInitContainer reports whether the pod has any sidecar.
+// Matches the kubelet's types.HasRestartableInitContainer.
+func HasRestartableInitContainer(pod *v1.Pod) bool {
+	for i := range pod.Spec.InitContainers {
+		if IsRestartableInitContainer(&pod.Spec.InitContainers[i]) {
+			return true
+		}
+	}
+	return false
+}

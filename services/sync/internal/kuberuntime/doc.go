@@ -1,0 +1,20 @@
+// Package kuberuntime decides and (in later steps) carries out what the
+// container runtime must do to make a pod match its spec: the kubelet's
+// pkg/kubelet/kuberuntime, rebuilt for sync.
+//
+// This step holds the decision core, which is pure: computePodActions looks at
+// a pod spec, the runtime's view of the pod (container.PodStatus) and the
+// latest probe results, and returns PodActions: kill the pod or not, create a
+// sandbox or not, which containers to kill and which to start. It performs no
+// runtime call, so every kubelet rule it encodes is table-tested. SyncPod
+// carries the actions out and is where restart back-off (CrashLoopBackOff) is
+// checked, the same split as the kubelet's.
+//
+// Usage sketch (inside SyncPod):
+//
+//	actions := computePodActions(ctx, pod, podStatus, probes)
+//	if actions.KillPod { /* stop containers and sandbox */ }
+//	for id, info := range actions.ContainersToKill { /* stop id, info.Message */ }
+//	if actions.CreateSandbox { /* RunPodSandbox, attempt actions.Attempt */ }
+//	/* start EphemeralContainersToStart, InitContainersToStart, ContainersToStart */
+package kuberuntime
