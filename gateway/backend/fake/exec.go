@@ -1,0 +1,161 @@
+package fake
+
+import (
+	"context"
+	"fmt"
+	"path"
+	"strconv"
+	"strings"
+
+	"github.com/containerd/errdefs"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+// ExecSync "runs" a command in a running container. As containerd's
+// execInContainer, a container that is not running is an error ("container
+// is in CONTAINER_EXITED state"). A non-zero exit code is a result, not an
+// error.
+//
+// Commands are interpreted so probes and scenario tests mean something:
+// `echo ARGS...` prints the args joined by spaces and a newline; `true` and
+// `false` exit 0 and 1; `cat FILE` fails with exit code 1 (the fake has no
+// files); `sh -c "..."` (or bash) interprets its script as one such command
+// or `exit N`; anything else exits 0 with no output. A container scripted
+// with exec-fail=N answers its first N execs with exit code 1 and stderr
+// "probe failed" (exec-fail=always: every exec).
+func (r *Runtime) ExecSync(ctx context.Context, req *runtimeapi.ExecSyncRequest) (*runtimeapi.ExecSyncResponse, error) {
+	if err := r.inject(ctx, "ExecSync"); err != nil {
+		return nil, err
+	}
+	if len(req.GetCmd()) == 0 {
+		return nil, fmt.Errorf("failed to exec in container: empty command: %w", errdefs.ErrInvalidArgument)
+	}
+	r.mu.Lock()
+	c, err := r.st.container(req.GetContainerId())
+	if err != nil {
+		r.mu.Unlock()
+		return nil, fmt.Errorf("failed to exec in container: failed to find container %q in store: %w", req.GetContainerId(), err)
+	}
+	if c.state != runtimeapi.ContainerState_CONTAINER_RUNNING {
+		r.mu.Unlock()
+		return nil, fmt.Errorf("failed to exec in container: container is in %s state: %w", c.state, errdefs.ErrFailedPrecondition)
+	}
+	c.execCalls++
+	fail := c.beh.execFail == execFailAlways || c.execCalls <= c.beh.execFail
+	r.mu.Unlock()
+
+	if fail {
+		return &runtimeapi.ExecSyncResponse{Stderr: []byte("probe failed"), ExitCode: 1}, nil
+	}
+	stdout, stderr, code := interpret(req.GetCmd(), 0)
+	return &runtimeapi.ExecSyncResponse{Stdout: []byte(stdout), Stderr: []byte(stderr), ExitCode: code}, nil
+}
+
+// interpret runs the tiny command language ExecSync understands.
+func interpret(cmd []string, depth int) (stdout, stderr string, code int32) {
+	if len(cmd) == 0 {
+		return "", "", 0
+	}
+	args := cmd[1:]
+	switch name := path.Base(cmd[0]); name {
+	case "echo":
+		if len(args) > 0 && args[0] == "-n" {
+			return strings.Join(args[1:], " "), "", 0
+		}
+		return strings.Join(args, " ") + "\n", "", 0
+	case "true":
+		return "", "", 0
+	case "false":
+		return "", "", 1
+	case "cat":
+		if len(args) == 0 {
+			return "", "", 0
+		}
+		return "", "cat: can't open '" + args[0] + "': No such file or directory\n", 1
+	case "sh", "bash", "ash":
+		if len(args) >= 2 && args[0] == "-c" && depth < 4 {
+			words, ok := shellWords(args[1])
+			if !ok {
+				return "", name + ": syntax error: unterminated quoted string\n", 2
+			}
+			return interpret(words, depth+1)
+		}
+		return "", "", 0
+	case "exit":
+		if depth == 0 {
+			break // only a shell builtin
+		}
+		if len(args) == 0 {
+			return "", "", 0
+		}
+		n, err := strconv.Atoi(args[0])
+		if err != nil {
+			return "", "sh: exit: Illegal number: " + args[0] + "\n", 2
+		}
+		return "", "", int32(n & 0xff)
+	}
+	return "", "", 0
+}
+
+// shellWords splits a shell script into words, honouring single and double
+// quotes. It is enough for `echo "a b"` and `exit 3`.
+func shellWords(s string) ([]string, bool) {
+	var (
+		words []string
+		cur   strings.Builder
+		quote rune
+		have  bool
+	)
+	for _, r := range s {
+		switch {
+		case quote != 0:
+			if r == quote {
+				quote = 0
+			} else {
+				cur.WriteRune(r)
+			}
+		case r == '\'' || r == '"':
+			quote, have = r, true
+		case r == ' ' || r == '\t' || r == '\n':
+			if have {
+				words = append(words, cur.String())
+				cur.Reset()
+				have = false
+			}
+		default:
+			cur.WriteRune(r)
+			have = true
+		}
+	}
+	if quote != 0 {
+		return nil, false
+	}
+	if have {
+		words = append(words, cur.String())
+	}
+	return words, true
+}
+
+// Exec is not implemented: the fake has no streaming server to serve it.
+func (r *Runtime) Exec(ctx context.Context, _ *runtimeapi.ExecRequest) (*runtimeapi.ExecResponse, error) {
+	if err := r.inject(ctx, "Exec"); err != nil {
+		return nil, err
+	}
+	return nil, fmt.Errorf("fake runtime: Exec needs a streaming server, use ExecSync: %w", errdefs.ErrNotImplemented)
+}
+
+// Attach is not implemented: the fake has no streaming server.
+func (r *Runtime) Attach(ctx context.Context, _ *runtimeapi.AttachRequest) (*runtimeapi.AttachResponse, error) {
+	if err := r.inject(ctx, "Attach"); err != nil {
+		return nil, err
+	}
+	return nil, fmt.Errorf("fake runtime: Attach needs a streaming server: %w", errdefs.ErrNotImplemented)
+}
+
+// PortForward is not implemented: the fake has no streaming server.
+func (r *Runtime) PortForward(ctx context.Context, _ *runtimeapi.PortForwardRequest) (*runtimeapi.PortForwardResponse, error) {
+	if err := r.inject(ctx, "PortForward"); err != nil {
+		return nil, err
+	}
+	return nil, fmt.Errorf("fake runtime: PortForward needs a streaming server: %w", errdefs.ErrNotImplemented)
+}

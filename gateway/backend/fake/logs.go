@@ -1,0 +1,71 @@
+package fake
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/containerd/errdefs"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+// criLogTimeFormat is the timestamp layout of CRI log lines (containerd's
+// cio.NewCRILogger uses time.RFC3339Nano padded to fixed width).
+const criLogTimeFormat = "2006-01-02T15:04:05.000000000Z07:00"
+
+// formatLogLine renders one full ("F") stdout line in the CRI log format:
+// `<timestamp> stdout F <line>`.
+func formatLogLine(t time.Time, line string) string {
+	return t.Format(criLogTimeFormat) + " stdout F " + line + "\n"
+}
+
+// writeLogLines appends lines to the CRI log file at p, creating it and its
+// parent directories. With no lines it still creates the file, as a started
+// container's log exists even when empty.
+func writeLogLines(p string, t time.Time, lines []string) error {
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		return fmt.Errorf("create log directory: %w", err)
+	}
+	f, err := os.OpenFile(p, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o640)
+	if err != nil {
+		return fmt.Errorf("failed to create and open log file: %w", err)
+	}
+	var b strings.Builder
+	for _, l := range lines {
+		b.WriteString(formatLogLine(t, l))
+	}
+	if _, err := f.WriteString(b.String()); err != nil {
+		f.Close()
+		return fmt.Errorf("write log file %q: %w", p, err)
+	}
+	return f.Close()
+}
+
+// ReopenContainerLog reopens a running container's log file: after the
+// kubelet rotates it away, the file is created again. As containerd's
+// ReopenContainerLog, a container that is not running is an error.
+func (r *Runtime) ReopenContainerLog(ctx context.Context, req *runtimeapi.ReopenContainerLogRequest) (*runtimeapi.ReopenContainerLogResponse, error) {
+	if err := r.inject(ctx, "ReopenContainerLog"); err != nil {
+		return nil, err
+	}
+	r.mu.RLock()
+	c, err := r.st.container(req.GetContainerId())
+	if err != nil {
+		r.mu.RUnlock()
+		return nil, fmt.Errorf("failed to find container: %w", err)
+	}
+	running, logPath := c.state == runtimeapi.ContainerState_CONTAINER_RUNNING, c.logPath
+	r.mu.RUnlock()
+	if !running {
+		return nil, fmt.Errorf("container is not running: %w", errdefs.ErrFailedPrecondition)
+	}
+	if logPath != "" {
+		if err := writeLogLines(logPath, r.clock(), nil); err != nil {
+			return nil, fmt.Errorf("failed to create and open log file: %w", err)
+		}
+	}
+	return &runtimeapi.ReopenContainerLogResponse{}, nil
+}
