@@ -1,0 +1,112 @@
+package nodeinfo
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"os"
+	"runtime"
+	"slices"
+	"strings"
+
+	"github.com/containerd/errdefs"
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// The deprecated beta OS and arch labels, still set by the kubelet.
+const (
+	betaLabelOS   = "beta.kubernetes.io/os"
+	betaLabelArch = "beta.kubernetes.io/arch"
+)
+
+// Build returns the node object described by cfg, measuring what cfg does
+// not set. Errors wrap errdefs.ErrInvalidArgument for bad configuration.
+func Build(cfg Config) (*v1.Node, error) {
+	cfg = cfg.withDefaults()
+	hostname, err := getHostname(cfg.Hostname)
+	if err != nil {
+		return nil, err
+	}
+	name := cfg.NodeName
+	if name == "" {
+		name = hostname
+	}
+	for _, t := range cfg.Taints {
+		if t.Key == "" || !slices.Contains([]v1.TaintEffect{v1.TaintEffectNoSchedule, v1.TaintEffectPreferNoSchedule, v1.TaintEffectNoExecute}, t.Effect) {
+			return nil, fmt.Errorf("taint %q: want a key and effect NoSchedule, PreferNoSchedule or NoExecute: %w", t.ToString(), errdefs.ErrInvalidArgument)
+		}
+	}
+
+	capacity, err := detectCapacity(cfg)
+	if err != nil {
+		return nil, err
+	}
+	maps.Copy(capacity, cfg.Capacity)
+	eviction, err := hardEvictionReservation(cfg.EvictionHard, capacity)
+	if err != nil {
+		return nil, err
+	}
+	allocatable := allocatableFrom(capacity, cfg.SystemReserved, cfg.KubeReserved, eviction)
+	maps.Copy(allocatable, cfg.Allocatable)
+
+	// Labels as the kubelet's initialNode sets them; configured ones win.
+	labels := map[string]string{
+		v1.LabelHostname:   hostname,
+		v1.LabelOSStable:   runtime.GOOS,
+		v1.LabelArchStable: runtime.GOARCH,
+		betaLabelOS:        runtime.GOOS,
+		betaLabelArch:      runtime.GOARCH,
+	}
+	maps.Copy(labels, cfg.Labels)
+
+	sgp := cfg.SupplementalGroupsPolicy
+	return &v1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels},
+		Spec:       v1.NodeSpec{Taints: slices.Clone(cfg.Taints)},
+		Status: v1.NodeStatus{
+			Capacity:    capacity,
+			Allocatable: allocatable,
+			NodeInfo: v1.NodeSystemInfo{
+				OperatingSystem: runtime.GOOS,
+				Architecture:    runtime.GOARCH,
+			},
+			Features: &v1.NodeFeatures{SupplementalGroupsPolicy: &sgp},
+		},
+	}, nil
+}
+
+// getHostname canonicalizes the override or the machine's hostname, trimmed
+// and lowercased, as component-helpers' node/util.GetHostname (not imported:
+// that package pulls in client-go).
+func getHostname(override string) (string, error) {
+	name := override
+	if name == "" {
+		h, err := os.Hostname()
+		if err != nil {
+			return "", fmt.Errorf("couldn't determine hostname: %w", err)
+		}
+		name = h
+	}
+	name = strings.ToLower(strings.TrimSpace(name))
+	if name == "" {
+		return "", fmt.Errorf("empty hostname is invalid: %w", errdefs.ErrInvalidArgument)
+	}
+	return name, nil
+}
+
+// Static serves one node object, built once.
+type Static struct {
+	node *v1.Node
+}
+
+// NewStatic returns a Static serving node.
+func NewStatic(node *v1.Node) *Static {
+	return &Static{node: node.DeepCopy()}
+}
+
+// Node returns a copy of the node, so callers may not change what later
+// callers see. Its signature is predicate.GetNodeFunc's.
+func (s *Static) Node(context.Context) (*v1.Node, error) {
+	return s.node.DeepCopy(), nil
+}
