@@ -1,0 +1,61 @@
+// Command splitlet-gateway is splitlet's runtime-gateway: the one process that
+// opens the container runtime's socket, serving CRI to sync and admission (and
+// crictl, critest) with validation, policy, deadlines, logs and metrics.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"go.uber.org/zap"
+
+	"github.com/splitlet/splitlet/gateway/internal/config"
+	"github.com/splitlet/splitlet/gateway/server"
+	"github.com/splitlet/splitlet/gateway/server/logctx"
+)
+
+// version is set at build time with -ldflags "-X main.version=...".
+var version = "dev"
+
+// backends are the built-in runtime backends, selected with --backend.
+var backends = server.Backends{
+	"cri":  newCRIBackend,
+	"fake": newFakeBackend,
+}
+
+func main() { os.Exit(run()) }
+
+func run() int {
+	cfg, err := config.Parse(os.Args[1:], os.Stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "splitlet-gateway:", err)
+		return 2
+	}
+	if cfg.ShowVersion {
+		fmt.Println("splitlet-gateway", version)
+		return 0
+	}
+	log, err := cfg.Logger()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "splitlet-gateway: logger:", err)
+		return 2
+	}
+	defer log.Sync()
+
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	log.Info("starting splitlet-gateway", zap.String("version", version), zap.String("backend", cfg.Server.Backend))
+	if err := server.Run(logctx.With(ctx, log), cfg.Server, backends); err != nil {
+		log.Error("gateway failed", zap.Error(err))
+		return 1
+	}
+	return 0
+}

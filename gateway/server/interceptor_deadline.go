@@ -1,0 +1,92 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/containerd/errdefs"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/status"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+// deadlineUnary gives a unary call the configured default deadline when the
+// caller set none, so a wedged runtime cannot hold a caller forever. A
+// caller's own deadline always wins.
+func (s *Server) deadlineUnary(ctx context.Context, req any, _ *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+	if s.cfg.DefaultTimeout <= 0 {
+		return handler(ctx, req)
+	}
+	if _, ok := ctx.Deadline(); ok {
+		return handler(ctx, req)
+	}
+	timeout, ok := callTimeout(req, s.cfg.DefaultTimeout)
+	if !ok {
+		return handler(ctx, req)
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	return handler(ctx, req)
+}
+
+// callTimeout is the deadline a request gets from the default timeout d, or
+// false when it must get none. It follows the kubelet's CRI client
+// (k8s.io/cri-client remoteRuntimeService / remoteImageService), which knows
+// that some requests carry their own time budget:
+//   - StopContainer waits up to its grace period: d plus that timeout, as
+//     remoteRuntimeService.StopContainer does.
+//   - ExecSync has its own timeout: d plus it, or no deadline when it is 0
+//     (no timeout), as remoteRuntimeService.ExecSync does.
+//   - PullImage may take as long as the registry needs: no deadline, as
+//     remoteImageService.PullImage uses a plain cancellable context.
+//   - CheckpointContainer uses its own timeout when set, as
+//     remoteRuntimeService.CheckpointContainer does.
+func callTimeout(req any, d time.Duration) (time.Duration, bool) {
+	switch r := req.(type) {
+	case *runtimeapi.StopContainerRequest:
+		return d + time.Duration(r.GetTimeout())*time.Second, true
+	case *runtimeapi.ExecSyncRequest:
+		if r.GetTimeout() == 0 {
+			return 0, false
+		}
+		return d + time.Duration(r.GetTimeout())*time.Second, true
+	case *runtimeapi.PullImageRequest:
+		return 0, false
+	case *runtimeapi.CheckpointContainerRequest:
+		if r.GetTimeout() > 0 {
+			return time.Duration(r.GetTimeout()) * time.Second, true
+		}
+	}
+	return d, true
+}
+
+// errShuttingDown ends CRI streams when the gateway stops; Unavailable tells a
+// watcher such as sync to reconnect (to the next gateway) rather than give up.
+var errShuttingDown = fmt.Errorf("gateway is shutting down: %w", errdefs.ErrUnavailable)
+
+// streamLifetime is the stream counterpart of deadlineUnary. Streams never get
+// a default deadline (GetContainerEvents is meant to live as long as its
+// client), but CRI streams end when the server shuts down so a graceful stop
+// does not wait for watchers that never hang up. Health watches are left
+// alone so they can observe NOT_SERVING.
+func (s *Server) streamLifetime(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
+	if info.FullMethod == "/"+healthpb.Health_ServiceDesc.ServiceName+"/Watch" {
+		return handler(srv, ss)
+	}
+	ctx, cancel := context.WithCancel(ss.Context())
+	defer cancel()
+	stop := context.AfterFunc(s.streamCtx, cancel)
+	defer stop()
+	err := handler(srv, &ctxStream{ServerStream: ss, ctx: ctx})
+	// The backend may end a cancelled stream with nil, ctx.Err() or a
+	// Canceled status; when the cause was our shutdown, say so.
+	if s.streamCtx.Err() != nil && ss.Context().Err() == nil &&
+		(err == nil || errors.Is(err, context.Canceled) || status.Code(err) == codes.Canceled) {
+		return errShuttingDown
+	}
+	return err
+}

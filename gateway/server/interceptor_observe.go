@@ -1,0 +1,80 @@
+package server
+
+import (
+	"context"
+	"strings"
+	"time"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/splitlet/splitlet/gateway/server/logctx"
+)
+
+// criMethodPrefix starts the full method name of every CRI RPC.
+const criMethodPrefix = "/runtime.v1."
+
+// operation is the operation_type label and the logged method: the gRPC
+// method name without its service ("/runtime.v1.RuntimeService/RunPodSandbox"
+// -> "RunPodSandbox"), so it reads like the CRI spec.
+func operation(fullMethod string) string {
+	if i := strings.LastIndexByte(fullMethod, '/'); i >= 0 {
+		return fullMethod[i+1:]
+	}
+	return fullMethod
+}
+
+// observeUnary records metrics and one log line per call and gives the layers
+// below a logger that names the method. It sits outside error conversion so
+// it sees the final gRPC code.
+func (s *Server) observeUnary(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+	op := operation(info.FullMethod)
+	log := s.log.With(zap.String("method", op))
+	start := time.Now()
+	resp, err := handler(logctx.With(ctx, log), req)
+	s.record(log, info.FullMethod, op, start, err)
+	return resp, err
+}
+
+func (s *Server) observeStream(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
+	op := operation(info.FullMethod)
+	log := s.log.With(zap.String("method", op))
+	start := time.Now()
+	err := handler(srv, &ctxStream{ServerStream: ss, ctx: logctx.With(ss.Context(), log)})
+	s.record(log, info.FullMethod, op, start, err)
+	return err
+}
+
+// record logs successes at debug (a busy node makes thousands of CRI calls a
+// minute) and failures at warn, with method, code and duration. Only CRI calls
+// count as runtime operations in the metrics: health probes and fake control
+// calls would blur them.
+func (s *Server) record(log *zap.Logger, fullMethod, op string, start time.Time, err error) {
+	d := time.Since(start)
+	code := status.Code(err)
+	if strings.HasPrefix(fullMethod, criMethodPrefix) {
+		s.metrics.observe(op, code, d)
+	}
+	level := zapcore.DebugLevel
+	if code != codes.OK {
+		level = zapcore.WarnLevel
+	}
+	if ce := log.Check(level, "CRI call"); ce != nil {
+		fields := []zap.Field{zap.Stringer("code", code), zap.Duration("duration", d)}
+		if err != nil {
+			fields = append(fields, zap.Error(err))
+		}
+		ce.Write(fields...)
+	}
+}
+
+// ctxStream is a grpc.ServerStream with a replaced context.
+type ctxStream struct {
+	grpc.ServerStream
+	ctx context.Context
+}
+
+func (c *ctxStream) Context() context.Context { return c.ctx }
