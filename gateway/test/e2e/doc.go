@@ -1,0 +1,12 @@
+// Package e2e holds the end-to-end tests that need a real container runtime:
+// the shared CRI scenario (internal/scenario) through a splitlet-gateway in
+// front of containerd, and directly against containerd for comparison.
+//
+// They take their endpoints from the environment and skip without them;
+// `make e2e` (hack/e2e.sh) starts containerd and the gateway and sets:
+//
+//	SPLITLET_GATEWAY_ENDPOINT     the gateway's unix socket (required)
+//	SPLITLET_CONTAINERD_ENDPOINT  containerd's socket (the direct subtest)
+//	SPLITLET_BUSYBOX_IMAGE        a busybox image present in containerd's
+//	                              k8s.io namespace (default docker.io/library/busybox:1.36)
+package e2e
