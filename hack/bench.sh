@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# make bench: the project's benchmarks, each printed with the command that ran it.
+# Figures worth keeping go to BENCHMARKS.md with that command.
+#   BENCH_CONTAINERD=0   skip the containerd comparison (it needs root)
+#   BENCH_COUNT=N        repetitions of each Go benchmark (default 3)
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+count=${BENCH_COUNT:-3}
+
+run() { echo; echo "\$ $*"; "$@"; }
+
+cd "$root/gateway"
+echo "== gateway: added latency per unary CRI call, fake backend (p50-ns / p99-ns)"
+run go test -run '^$' -bench 'PodSandboxStatus|ListContainers100' -benchtime 20000x -count "$count" ./bench/
+
+echo "== fake backend: per-call cost at 100 vs 10,000 pods"
+run go test -run '^$' -bench . -benchtime 200000x -count 1 ./backend/fake/
+
+if [ -d "$root/services/admission/internal/pluginhost" ]; then
+  echo "== admission: Admit through one out-of-process plugin, 110 active pods"
+  (cd "$root/services/admission" && run go test -run '^$' -bench ChainAdmit110 -benchtime 5000x -count "$count" ./internal/pluginhost/)
+fi
+
+if [ "${BENCH_CONTAINERD:-1}" != 0 ]; then
+  if [ "$(id -u)" != 0 ]; then
+    echo "== containerd comparison skipped: it starts a private containerd, which needs root"
+    exit 0
+  fi
+  # shellcheck source=lib/containerd.sh
+  source "$root/hack/lib/containerd.sh"
+  work=$(mktemp -d /tmp/splitlet-bench.XXXXXX)
+  trap 'containerd_stop; rm -rf "$work"' EXIT
+  containerd_install
+  "$root/hack/images.sh" "$work/images" >/dev/null
+  containerd_start "$work/containerd"
+  containerd_import "$work/images/pause.tar" "$work/images/busybox.tar" 2>/dev/null
+  echo "== gateway: added latency in front of containerd $(containerd --version | awk '{print $3}')"
+  SPLITLET_CONTAINERD_ENDPOINT="unix://$CONTAINERD_SOCK" \
+    run go test -run '^$' -bench Containerd -benchtime 5000x -count "$count" ./bench/
+fi
