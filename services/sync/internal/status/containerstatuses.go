@@ -1,0 +1,383 @@
+package status
+
+import (
+	"cmp"
+	"slices"
+	"strings"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/splitlet/splitlet/services/sync/internal/container"
+)
+
+// Waiting reasons the status itself produces, and the termination reason of
+// a container that disappeared; the kubelet's constants of the same names.
+const (
+	// ContainerCreating is the default waiting reason of a regular container
+	// in a pod without init containers.
+	ContainerCreating = "ContainerCreating"
+	// PodInitializing is the default waiting reason of every container of a
+	// pod with init containers.
+	PodInitializing = "PodInitializing"
+	// ContainerStatusUnknown is the termination reason given to a container
+	// that was running and can no longer be found.
+	ContainerStatusUnknown = "ContainerStatusUnknown"
+
+	// messageNotLocatedTerminated is the kubelet's message for a container
+	// that vanished while its pod was terminated (or while running).
+	messageNotLocatedTerminated = "The container could not be located when the pod was terminated"
+	// messageNotLocatedDeleted is the kubelet's message, recorded as the
+	// last termination, for a running container whose instance the runtime
+	// no longer has.
+	messageNotLocatedDeleted = "The container could not be located when the pod was deleted.  The container used to be Running"
+	// messageInitAssumedCompleted is the kubelet's message for an init
+	// container whose instance is gone after the regular containers were
+	// created.
+	messageInitAssumedCompleted = "Unable to get init container status from container runtime and pod has been initialized, treat it as exited normally"
+)
+
+// convertToAPIContainerStatuses builds the API statuses of one list of
+// containers (regular, init or ephemeral) from the runtime's instances, the
+// previous API statuses and the recorded waiting reasons. It matches the
+// kubelet's convertToAPIContainerStatuses (without in-place resize's actual
+// resources, image volume digests, users and stop signals, which the runtime
+// view here does not carry):
+//
+//  1. Every container starts Waiting (PodInitializing when the pod has init
+//     containers, ContainerCreating otherwise); a previous Terminated status
+//     is kept whole, otherwise the previous restart count and last
+//     termination are kept.
+//  2. A container the runtime no longer has, which was Running before, gets
+//     a ContainerStatusUnknown last termination (exit 137), and a restart
+//     counted unless the pod is being deleted.
+//  3. The newest instance gives the state, the one before it the last
+//     termination state.
+//  4. A container SyncPod will (re)start and that has a recorded reason is
+//     Waiting with that reason; a terminated state moves to last
+//     termination. A vanished ordinary init container is taken as completed
+//     once regular containers exist.
+func convertToAPIContainerStatuses(pod *v1.Pod, podStatus *container.PodStatus, previousStatus []v1.ContainerStatus,
+	containers []v1.Container, hasInitContainers, isInitContainer bool, reasons ReasonLookup) []v1.ContainerStatus {
+	oldStatuses := make(map[string]v1.ContainerStatus, len(containers))
+	for _, s := range previousStatus {
+		oldStatuses[s.Name] = *s.DeepCopy()
+	}
+
+	defaultWaitingReason := ContainerCreating
+	if hasInitContainers {
+		defaultWaitingReason = PodInitializing
+	}
+
+	statuses := make(map[string]*v1.ContainerStatus, len(containers))
+	for i := range containers {
+		c := &containers[i]
+		status := &v1.ContainerStatus{
+			Name:         c.Name,
+			Image:        c.Image,
+			State:        v1.ContainerState{Waiting: &v1.ContainerStateWaiting{Reason: defaultWaitingReason}},
+			VolumeMounts: volumeMountStatuses(c),
+		}
+		if old, ok := oldStatuses[c.Name]; ok {
+			if old.State.Terminated != nil {
+				// A terminated container stays terminated until the runtime
+				// says otherwise (step 3) or SyncPod restarts it (step 4).
+				old := old
+				status = &old
+			} else {
+				status.RestartCount = old.RestartCount
+				status.LastTerminationState = old.LastTerminationState
+			}
+		}
+		statuses[c.Name] = status
+	}
+
+	// Step 2: running containers whose instances vanished.
+	for i := range containers {
+		c := &containers[i]
+		if podStatus.FindContainerStatusByName(c.Name) != nil {
+			continue
+		}
+		old, ok := oldStatuses[c.Name]
+		if !ok || old.State.Terminated != nil || old.State.Running == nil {
+			continue
+		}
+		status := statuses[c.Name]
+		if status.State.Waiting == nil || status.State.Waiting.Reason != defaultWaitingReason {
+			continue
+		}
+		if status.LastTerminationState.Terminated != nil {
+			continue
+		}
+		// Shown as stopped rather than as never started, so that the pod
+		// does not fall back to Pending.
+		status.LastTerminationState.Terminated = &v1.ContainerStateTerminated{
+			Reason:   ContainerStatusUnknown,
+			Message:  messageNotLocatedDeleted,
+			ExitCode: 137,
+		}
+		if pod.DeletionTimestamp == nil {
+			status.RestartCount++
+		}
+	}
+
+	// Step 3: the two newest instances of each container.
+	instances := slices.Clone(podStatus.ContainerStatuses)
+	slices.SortStableFunc(instances, func(a, b *container.Status) int {
+		return cmp.Compare(b.CreatedAt.UnixNano(), a.CreatedAt.UnixNano())
+	})
+	seen := make(map[string]int)
+	for _, cs := range instances {
+		if _, ok := statuses[cs.Name]; !ok || seen[cs.Name] >= 2 {
+			continue
+		}
+		var oldPtr *v1.ContainerStatus
+		if old, ok := oldStatuses[cs.Name]; ok {
+			oldPtr = &old
+		}
+		status := convertContainerStatus(cs, oldPtr)
+		if spec := findSpec(containers, cs.Name); spec != nil {
+			// In-place resize's allocated view: the runtime view here has no
+			// actual resources, so the spec's stand in, as the kubelet does
+			// for containers it has no cgroup values for.
+			status.Resources = spec.Resources.DeepCopy()
+			status.AllocatedResources = spec.Resources.Requests.DeepCopy()
+			if status.VolumeMounts == nil {
+				// The kubelet copies mounts only from the previous status;
+				// without one they are derived from the spec, the value the
+				// kubelet converges to one sync later.
+				status.VolumeMounts = volumeMountStatuses(spec)
+			}
+		}
+		if seen[cs.Name] == 0 {
+			statuses[cs.Name] = status
+		} else {
+			statuses[cs.Name].LastTerminationState = status.State
+		}
+		seen[cs.Name]++
+	}
+
+	// Step 4: containers waiting to be (re)started.
+	for i := range containers {
+		c := &containers[i]
+		if isInitContainer {
+			s := podStatus.FindContainerStatusByName(c.Name)
+			if s != nil && s.State == container.ContainerStateExited && s.ExitCode == 0 {
+				// A completed init container is not run again.
+				continue
+			}
+			if s == nil && !container.IsRestartableInitContainer(c) &&
+				hasAnyRegularContainerCreated(pod, podStatus) && statuses[c.Name].State.Waiting != nil {
+				// Its instance was garbage-collected (or the status never
+				// reached the store), but regular containers exist, so it
+				// completed.
+				statuses[c.Name].State = v1.ContainerState{Terminated: &v1.ContainerStateTerminated{
+					Reason:   "Completed",
+					Message:  messageInitAssumedCompleted,
+					ExitCode: 0,
+				}}
+				continue
+			}
+		}
+		if !container.ShouldContainerBeRestarted(c, pod, podStatus) {
+			continue
+		}
+		if reasons == nil {
+			continue
+		}
+		reason, ok := reasons.Get(pod.UID, c.Name)
+		if !ok {
+			// Keep the current state: it is either the default waiting
+			// state or the termination SyncPod is about to restart from.
+			continue
+		}
+		status := statuses[c.Name]
+		if status.State.Terminated != nil {
+			status.LastTerminationState = status.State
+		}
+		status.State = v1.ContainerState{Waiting: &v1.ContainerStateWaiting{
+			Reason:  reason.Reason,
+			Message: reason.Message,
+		}}
+	}
+
+	out := make([]v1.ContainerStatus, 0, len(statuses))
+	for _, s := range statuses {
+		out = append(out, *s)
+	}
+	if isInitContainer {
+		sortInitContainerStatuses(pod, out)
+	} else {
+		sortByName(out)
+	}
+	return out
+}
+
+// convertContainerStatus converts one runtime instance. Matches the closure
+// of the same name in the kubelet's convertToAPIContainerStatuses: created
+// is Waiting (start pending), exited is Terminated with the runtime's code,
+// reason and message, and unknown is Terminated ContainerStatusUnknown (exit
+// 137, one more restart) when the container was Running before, Waiting
+// otherwise.
+func convertContainerStatus(cs *container.Status, old *v1.ContainerStatus) *v1.ContainerStatus {
+	cid := cs.ID.String()
+	status := &v1.ContainerStatus{
+		Name:         cs.Name,
+		RestartCount: int32(cs.RestartCount),
+		Image:        cs.Image,
+		// The resolved reference (digest) is what the API calls imageID.
+		ImageID:     cs.ImageRef,
+		ContainerID: cid,
+	}
+	if old != nil {
+		status.VolumeMounts = old.VolumeMounts
+	}
+	switch {
+	case cs.State == container.ContainerStateRunning:
+		status.State.Running = &v1.ContainerStateRunning{StartedAt: metav1.NewTime(cs.StartedAt)}
+	case cs.State == container.ContainerStateCreated:
+		status.State.Waiting = &v1.ContainerStateWaiting{}
+	case cs.State == container.ContainerStateExited:
+		status.State.Terminated = &v1.ContainerStateTerminated{
+			ExitCode:    int32(cs.ExitCode),
+			Reason:      cs.Reason,
+			Message:     cs.Message,
+			StartedAt:   metav1.NewTime(cs.StartedAt),
+			FinishedAt:  metav1.NewTime(cs.FinishedAt),
+			ContainerID: cid,
+		}
+	case cs.State == container.ContainerStateUnknown && old != nil && old.State.Running != nil:
+		// It ran and is no longer seen running: report that it stopped,
+		// not that it never ran, or a run-once pod could run twice.
+		status.State.Terminated = &v1.ContainerStateTerminated{
+			Reason:   ContainerStatusUnknown,
+			Message:  messageNotLocatedTerminated,
+			ExitCode: 137,
+		}
+		status.RestartCount = old.RestartCount + 1
+	default:
+		status.State.Waiting = &v1.ContainerStateWaiting{}
+	}
+	return status
+}
+
+// volumeMountStatuses lists the container's mounts for its status. Matches
+// the RecursiveReadOnlyMounts part of convertToAPIContainerStatuses: a
+// read-only mount reports whether it is recursively read-only. The runtime
+// handler's support for it is not known here, so IfPossible resolves to
+// Disabled, as the kubelet does for a handler without support.
+func volumeMountStatuses(c *v1.Container) []v1.VolumeMountStatus {
+	var out []v1.VolumeMountStatus
+	for _, m := range c.VolumeMounts {
+		s := v1.VolumeMountStatus{Name: m.Name, MountPath: m.MountPath, ReadOnly: m.ReadOnly}
+		if m.ReadOnly {
+			mode := v1.RecursiveReadOnlyDisabled
+			s.RecursiveReadOnly = &mode
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+func findSpec(containers []v1.Container, name string) *v1.Container {
+	for i := range containers {
+		if containers[i].Name == name {
+			return &containers[i]
+		}
+	}
+	return nil
+}
+
+// sortByName orders statuses by container name, as the kubelet's
+// SortedContainerStatuses.
+func sortByName(statuses []v1.ContainerStatus) {
+	slices.SortStableFunc(statuses, func(a, b v1.ContainerStatus) int { return cmp.Compare(a.Name, b.Name) })
+}
+
+// sortInitContainerStatuses orders init container statuses as the spec
+// lists the containers, statuses of unknown names last. Matches the
+// kubelet's SortInitContainerStatuses.
+func sortInitContainerStatuses(pod *v1.Pod, statuses []v1.ContainerStatus) {
+	index := make(map[string]int, len(pod.Spec.InitContainers))
+	for i := range pod.Spec.InitContainers {
+		index[pod.Spec.InitContainers[i].Name] = i
+	}
+	pos := func(name string) int {
+		if i, ok := index[name]; ok {
+			return i
+		}
+		return len(index)
+	}
+	slices.SortStableFunc(statuses, func(a, b v1.ContainerStatus) int { return cmp.Compare(pos(a.Name), pos(b.Name)) })
+}
+
+// applyProbeResults sets started and ready on regular and init container
+// statuses. Matches the kubelet's prober manager UpdatePodStatus:
+//   - started: running, and the startup probe succeeded (or there is none);
+//   - ready (regular containers and sidecars): started, running, and the
+//     readiness probe succeeded (or there is none);
+//   - ready (ordinary init containers): exited 0.
+//
+// Ephemeral containers get neither, as with the kubelet.
+func applyProbeResults(pod *v1.Pod, s *v1.PodStatus, in *Inputs) {
+	for i := range s.ContainerStatuses {
+		cs := &s.ContainerStatuses[i]
+		spec := findSpec(pod.Spec.Containers, cs.Name)
+		started := isContainerStarted(spec, cs, in.Startup)
+		cs.Started = &started
+		if started {
+			cs.Ready = isContainerReady(spec, cs, in.Readiness)
+		}
+	}
+	for i := range s.InitContainerStatuses {
+		cs := &s.InitContainerStatuses[i]
+		spec := findSpec(pod.Spec.InitContainers, cs.Name)
+		started := isContainerStarted(spec, cs, in.Startup)
+		cs.Started = &started
+		if !container.IsRestartableInitContainer(spec) {
+			cs.Ready = cs.State.Terminated != nil && cs.State.Terminated.ExitCode == 0
+			continue
+		}
+		if started {
+			cs.Ready = isContainerReady(spec, cs, in.Readiness)
+		}
+	}
+}
+
+// isContainerStarted matches the kubelet prober manager's
+// isContainerStarted: a probe with no result yet means not started.
+func isContainerStarted(spec *v1.Container, cs *v1.ContainerStatus, startup ProbeResultFunc) bool {
+	if cs.State.Running == nil {
+		return false
+	}
+	if startup != nil {
+		if success, ok := startup(parseContainerID(cs.ContainerID)); ok {
+			return success
+		}
+	}
+	return spec == nil || spec.StartupProbe == nil
+}
+
+// isContainerReady: a success is ready; otherwise (failure or no result)
+// ready only without a readiness probe, as in UpdatePodStatus.
+func isContainerReady(spec *v1.Container, cs *v1.ContainerStatus, readiness ProbeResultFunc) bool {
+	if cs.State.Running == nil {
+		return false
+	}
+	if readiness != nil {
+		if success, ok := readiness(parseContainerID(cs.ContainerID)); ok && success {
+			return true
+		}
+	}
+	return spec == nil || spec.ReadinessProbe == nil
+}
+
+// parseContainerID splits "<type>://<id>"; an unparsable ID yields the zero
+// ID. Matches the kubelet's kubecontainer.ParseContainerID.
+func parseContainerID(s string) container.ContainerID {
+	typ, id, ok := strings.Cut(s, "://")
+	if !ok {
+		return container.ContainerID{}
+	}
+	return container.BuildContainerID(typ, id)
+}
