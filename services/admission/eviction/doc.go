@@ -1,6 +1,25 @@
-// Package eviction holds the eviction manager's admission side: while the
-// node is under resource pressure, new pods are turned away so they do not
-// make the pressure worse. The pressure itself (signals, thresholds, grace
-// periods) comes from a PressureSource; the eviction manager that observes
-// the node implements it.
+// Package eviction is admission's eviction manager, after the kubelet's
+// pkg/kubelet/eviction. It watches node pressure signals (memory.available,
+// nodefs.available, nodefs.inodesFree, imagefs.available,
+// imagefs.inodesFree, pid.available), applies hard and soft thresholds with
+// grace periods and minimum reclaims, reports the MemoryPressure,
+// DiskPressure and PIDPressure node conditions with a pressure transition
+// period, and picks one pod per cycle to evict, ranked as the kubelet ranks
+// them. It never stops pods itself: evictions go out on subscriptions that
+// sync watches, so admission never calls sync.
+//
+// While the node is under pressure, new pods are turned away so they do not
+// make it worse: AdmitHandler reads the conditions from a PressureSource,
+// which the Manager implements.
+//
+//	thresholds, err := eviction.ParseThresholdConfig(eviction.DefaultThresholdConfig())
+//	src := eviction.NewMachineSource(eviction.MachineConfig{NodeFsRoot: rootDir}, podStats)
+//	m := eviction.NewManager(eviction.Config{Thresholds: thresholds}, src)
+//	go m.Run(ctx, activePods, 10*time.Second)
+//	admit := eviction.NewAdmitHandler(m)
+//	for ev := range m.Subscribe(ctx) {
+//		// send ev to sync, which stops ev.Pod with ev.GracePeriodOverride
+//	}
+//
+// Tests script observations with ScriptedSource and inject a Clock.
 package eviction
