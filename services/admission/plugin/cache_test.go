@@ -1,0 +1,107 @@
+package plugin
+
+import (
+	"bytes"
+	"strconv"
+	"testing"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+func cachePod(name, rv string) *v1.Pod {
+	return &v1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns", UID: types.UID("uid-" + name), ResourceVersion: rv},
+		Spec:       v1.PodSpec{Containers: []v1.Container{{Name: "c", Image: "img-" + name}}},
+	}
+}
+
+func TestEncoderReuse(t *testing.T) {
+	tests := []struct {
+		desc string
+		// change returns the pod the second call sends, given the first.
+		change    func(p *v1.Pod) *v1.Pod
+		wantReuse bool
+	}{
+		{desc: "same object is not re-encoded", change: func(p *v1.Pod) *v1.Pod { return p }, wantReuse: true},
+		{desc: "replaced object is re-encoded", change: func(p *v1.Pod) *v1.Pod { q := p.DeepCopy(); q.Spec.Containers[0].Image = "other"; return q }},
+		{desc: "new resourceVersion in place is re-encoded", change: func(p *v1.Pod) *v1.Pod { p.ResourceVersion = "2"; p.Spec.Containers[0].Image = "other"; return p }},
+	}
+	for _, tc := range tests {
+		t.Run(tc.desc, func(t *testing.T) {
+			var e Encoder
+			first := cachePod("a", "1")
+			in1, err := e.Encode(&Request{Pod: cachePod("new", ""), ActivePods: []*v1.Pod{first}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			second := tc.change(first)
+			in2, err := e.Encode(&Request{Pod: cachePod("new", ""), ActivePods: []*v1.Pod{second}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, err := second.Marshal()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(in2.ActivePods[0], want) {
+				t.Error("second encoding is not the encoding of the pod sent")
+			}
+			reused := &in1.ActivePods[0][0] == &in2.ActivePods[0][0]
+			if reused != tc.wantReuse {
+				t.Errorf("encoding reused = %v, want %v", reused, tc.wantReuse)
+			}
+		})
+	}
+}
+
+func TestDecodeCache(t *testing.T) {
+	var c decodeCache
+	a, _ := cachePod("a", "1").Marshal()
+	b, _ := cachePod("b", "1").Marshal()
+
+	pa1, err := c.decode(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pb, err := c.decode(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pa2, err := c.decode(bytes.Clone(a))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pa1 != pa2 {
+		t.Error("same encoding decoded twice instead of reused")
+	}
+	if pb == pa1 || pb.Name != "b" || pa1.Name != "a" {
+		t.Errorf("decoded %q and %q, want a and b as distinct objects", pa1.Name, pb.Name)
+	}
+	if _, err := c.decode([]byte{0xff, 0xff}); err == nil {
+		t.Error("garbage decoded without error")
+	}
+}
+
+// TestCacheGenerationsBounded fills more than two generations and checks the
+// cache forgets the oldest instead of growing.
+func TestCacheGenerationsBounded(t *testing.T) {
+	var c decodeCache
+	first, _ := cachePod("p0", "1").Marshal()
+	for i := 0; i < 2*cacheGeneration+1; i++ {
+		b, _ := cachePod("p"+strconv.Itoa(i), "1").Marshal()
+		if _, err := c.decode(b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := len(c.cur) + len(c.prev); n > 2*cacheGeneration {
+		t.Fatalf("cache holds %d pods, want at most %d", n, 2*cacheGeneration)
+	}
+	if _, ok := c.cur[string(first)]; ok {
+		t.Error("oldest entry still in the current generation")
+	}
+	if _, ok := c.prev[string(first)]; ok {
+		t.Error("oldest entry still in the previous generation")
+	}
+}
