@@ -1,0 +1,84 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"connectrpc.com/connect"
+	"github.com/containerd/errdefs"
+	"go.uber.org/zap"
+	v1 "k8s.io/api/core/v1"
+
+	admissionv1 "github.com/splitlet/splitlet/proto/splitlet/admission/v1"
+	"github.com/splitlet/splitlet/services/admission/internal/logctx"
+	"github.com/splitlet/splitlet/services/admission/preemption"
+)
+
+// Admit implements AdmissionServiceHandler: decode the pod and the active
+// pods, run the admitter, encode its decision. Undecodable input is
+// InvalidArgument naming the field (`pod`, `active_pods[3]`); a rejection is
+// a normal response, never an error.
+func (s *Service) Admit(ctx context.Context, req *connect.Request[admissionv1.AdmitRequest]) (*connect.Response[admissionv1.AdmitResponse], error) {
+	start := time.Now()
+	pod, active, err := decodeAdmitRequest(req.Msg)
+	if err != nil {
+		s.metrics.observeAdmit(resultInvalid, "", time.Since(start))
+		return nil, toConnectError(err)
+	}
+	log := s.log.With(zap.String("pod", pod.Namespace+"/"+pod.Name), zap.String("podUID", string(pod.UID)))
+	ctx = logctx.With(ctx, log)
+
+	res := s.admitter.Admit(ctx, pod, active)
+	out := &admissionv1.AdmitResponse{Admit: res.Admit, Reason: res.Reason, Message: res.Message}
+	result := resultAdmitted
+	switch {
+	case len(res.Victims) > 0:
+		result = resultPreempt
+		out.VictimReason = preemption.VictimReason
+		out.VictimMessage = preemption.VictimMessage
+		for _, v := range res.Victims {
+			out.Victims = append(out.Victims, podRef(v))
+		}
+	case !res.Admit:
+		result = resultRejected
+	}
+	s.metrics.observeAdmit(result, res.Reason, time.Since(start))
+	log.Debug("admission decided", zap.String("result", result), zap.String("reason", res.Reason),
+		zap.String("message", res.Message), zap.Int("victims", len(res.Victims)), zap.Int("activePods", len(active)))
+	return connect.NewResponse(out), nil
+}
+
+func decodeAdmitRequest(msg *admissionv1.AdmitRequest) (*v1.Pod, []*v1.Pod, error) {
+	pod, err := decodePod("pod", msg.GetPod())
+	if err != nil {
+		return nil, nil, err
+	}
+	active := make([]*v1.Pod, 0, len(msg.GetActivePods()))
+	for i, b := range msg.GetActivePods() {
+		p, err := decodePod(fmt.Sprintf("active_pods[%d]", i), b)
+		if err != nil {
+			return nil, nil, err
+		}
+		active = append(active, p)
+	}
+	return pod, active, nil
+}
+
+// decodePod reads a core/v1 Pod in the Kubernetes protobuf encoding. Empty
+// bytes are refused: they decode to a pod without a name, which no
+// handler can say anything useful about.
+func decodePod(field string, b []byte) (*v1.Pod, error) {
+	if len(b) == 0 {
+		return nil, fmt.Errorf("%s: empty; want a core/v1 Pod in Kubernetes protobuf encoding: %w", field, errdefs.ErrInvalidArgument)
+	}
+	pod := &v1.Pod{}
+	if err := pod.Unmarshal(b); err != nil {
+		return nil, fmt.Errorf("%s: not a core/v1 Pod in Kubernetes protobuf encoding: %v: %w", field, err, errdefs.ErrInvalidArgument)
+	}
+	return pod, nil
+}
+
+func podRef(p *v1.Pod) *admissionv1.PodRef {
+	return &admissionv1.PodRef{Namespace: p.Namespace, Name: p.Name, Uid: string(p.UID)}
+}

@@ -1,0 +1,174 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/containerd/errdefs"
+	"go.uber.org/zap"
+	v1 "k8s.io/api/core/v1"
+
+	"github.com/splitlet/splitlet/services/admission/eviction"
+	"github.com/splitlet/splitlet/services/admission/internal/admitter"
+	"github.com/splitlet/splitlet/services/admission/internal/config"
+	"github.com/splitlet/splitlet/services/admission/internal/logctx"
+	"github.com/splitlet/splitlet/services/admission/internal/pluginhost"
+	"github.com/splitlet/splitlet/services/admission/internal/podstats"
+	"github.com/splitlet/splitlet/services/admission/nodeinfo"
+)
+
+// Run is the whole splitlet-admission process: it builds the node, the
+// eviction manager and the plugin chain from cfg, serves until ctx is done,
+// then drains (health NOT_SERVING, watch streams ended) and shuts down within
+// cfg.ShutdownTimeout. The logger comes from ctx (logctx). The address
+// actually listened on is logged as "serving" with field "address", which
+// matters when cfg.Listen has port 0.
+func Run(ctx context.Context, cfg config.Config) (retErr error) {
+	log := logctx.From(ctx)
+
+	nc, err := cfg.NodeinfoConfig()
+	if err != nil {
+		return err
+	}
+	node, err := nodeinfo.Build(nc)
+	if err != nil {
+		return fmt.Errorf("building the node: %w", err)
+	}
+
+	var stats eviction.PodStatsProvider
+	if cfg.GatewayEndpoint != "" {
+		cri, err := podstats.Dial(cfg.GatewayEndpoint)
+		if err != nil {
+			return fmt.Errorf("gatewayEndpoint: %w", err)
+		}
+		defer cri.Close()
+		stats = cri
+	} else {
+		log.Info("no gatewayEndpoint: eviction ranks pods without their usage")
+	}
+	mgr, err := newEvictionManager(cfg, stats)
+	if err != nil {
+		return err
+	}
+
+	// The plugins see the node as GetNode shows it; the admitter that
+	// serves it needs the plugins first, hence the late binding.
+	var adm *admitter.Admitter
+	var plugins *pluginhost.Chain
+	if cfg.PluginsConfig != "" {
+		pcfg, err := pluginhost.LoadConfig(cfg.PluginsConfig)
+		if err != nil {
+			return fmt.Errorf("pluginsConfig: %w", err)
+		}
+		plugins, err = pluginhost.New(ctx, pcfg, pluginhost.Options{
+			Logger: log.Named("plugins"),
+			GetNode: func(ctx context.Context) (*v1.Node, error) {
+				if adm == nil {
+					return nil, fmt.Errorf("node not built yet: %w", errdefs.ErrUnavailable)
+				}
+				return adm.Node(ctx)
+			},
+		})
+		if err != nil {
+			return fmt.Errorf("pluginsConfig: starting plugins: %w", err)
+		}
+		// The host always kills its plugins, whatever way Run ends.
+		defer func() {
+			if err := plugins.Close(); err != nil {
+				log.Warn("stopping plugins", zap.Error(err))
+			}
+		}()
+	}
+	opts := admitter.Options{Node: node, Eviction: mgr}
+	if plugins != nil {
+		opts.Plugins = plugins
+	}
+	if adm, err = admitter.New(opts); err != nil {
+		return err
+	}
+
+	lis, err := net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		return fmt.Errorf("listen: %w", err)
+	}
+	svc := NewService(Options{Admitter: adm, Evictions: mgr, Logger: log})
+	srv := newHTTPServer(svc.Handler())
+
+	runCtx, stopManager := context.WithCancel(ctx)
+	defer stopManager()
+	managerDone := make(chan struct{})
+	go func() {
+		defer close(managerDone)
+		mgr.Run(runCtx, adm.ActivePods, cfg.Eviction.EvaluationInterval.Duration)
+	}()
+
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- srv.Serve(lis) }()
+	log.Info("serving", zap.String("address", lis.Addr().String()), zap.String("node", node.Name),
+		zap.Bool("plugins", plugins != nil))
+
+	select {
+	case err := <-serveErr:
+		stopManager()
+		<-managerDone
+		return fmt.Errorf("serve: %w", err)
+	case <-ctx.Done():
+	}
+	log.Info("shutting down")
+	svc.Drain()
+	shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.ShutdownTimeout.Duration)
+	defer cancel()
+	err = srv.Shutdown(shutdownCtx)
+	if errors.Is(err, context.DeadlineExceeded) {
+		log.Warn("graceful shutdown timed out; closing connections")
+		err = srv.Close()
+	}
+	stopManager()
+	<-managerDone
+	return err
+}
+
+// newHTTPServer serves h on HTTP/1.1 and cleartext HTTP/2 (h2c): gRPC
+// clients need HTTP/2 and the process serves the node, not the internet, so
+// TLS is left to the network (loopback by default).
+func newHTTPServer(h http.Handler) *http.Server {
+	var protocols http.Protocols
+	protocols.SetHTTP1(true)
+	protocols.SetUnencryptedHTTP2(true)
+	return &http.Server{
+		Handler:           h,
+		Protocols:         &protocols,
+		ReadHeaderTimeout: 10 * time.Second,
+	}
+}
+
+// newEvictionManager builds the eviction manager from the eviction section:
+// thresholds (the kubelet's defaults when none are configured), observed on
+// this machine, with pod usage from stats. Without stats, every pod lacks
+// usage and ranking falls back to priority, as the kubelet's does for pods
+// it cannot measure.
+func newEvictionManager(cfg config.Config, stats eviction.PodStatsProvider) (*eviction.Manager, error) {
+	thresholds, err := eviction.ParseThresholdConfig(cfg.Eviction.ThresholdConfig())
+	if err != nil {
+		return nil, fmt.Errorf("eviction: %w", err)
+	}
+	nodeFs := cfg.Eviction.NodeFsRoot
+	if nodeFs == "" {
+		nodeFs = cfg.Node.RootDir
+	}
+	source := eviction.NewMachineSource(eviction.MachineConfig{NodeFsRoot: nodeFs, ImageFsRoot: cfg.Eviction.ImageFsRoot}, stats)
+	dedicated, err := source.HasDedicatedImageFs()
+	if err != nil {
+		return nil, fmt.Errorf("eviction: nodeFsRoot/imageFsRoot: %w", err)
+	}
+	return eviction.NewManager(eviction.Config{
+		Thresholds:               thresholds,
+		PressureTransitionPeriod: cfg.Eviction.PressureTransitionPeriod.Duration,
+		MaxPodGracePeriodSeconds: cfg.Eviction.MaxPodGracePeriodSeconds,
+		DedicatedImageFs:         dedicated,
+	}, source), nil
+}

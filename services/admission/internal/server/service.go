@@ -1,0 +1,103 @@
+// Package server serves splitlet's AdmissionService (Admit, WatchEvictions,
+// GetNode) with connect-go, so gRPC, gRPC-Web and Connect clients reach it on
+// one h2c port, beside gRPC health and Prometheus /metrics. It is the wire
+// boundary: it decodes the Kubernetes protobuf bytes of pods and nodes,
+// turns errors into Connect codes (errors.go, the only place that does) and
+// hands decoded objects to the admitter.
+//
+//	svc := server.NewService(server.Options{Admitter: a, Evictions: mgr, Logger: log})
+//	http.ListenAndServe(addr, svc.Handler())
+//
+// Run wires the whole process from a config.Config.
+package server
+
+import (
+	"context"
+	"sync"
+
+	"connectrpc.com/grpchealth"
+	"go.uber.org/zap"
+	v1 "k8s.io/api/core/v1"
+
+	"github.com/splitlet/splitlet/proto/splitlet/admission/v1/admissionv1connect"
+	"github.com/splitlet/splitlet/services/admission/eviction"
+	"github.com/splitlet/splitlet/services/admission/internal/admitter"
+	"github.com/splitlet/splitlet/services/admission/lifecycle"
+)
+
+// Admitter decides admission and describes the node.
+type Admitter interface {
+	// Admit decides whether pod may run beside active; it never fails,
+	// rejections carry a reason (lifecycle.PodAdmitHandler's contract).
+	Admit(ctx context.Context, pod *v1.Pod, active []*v1.Pod) lifecycle.PodAdmitResult
+	// Node returns the node object with its conditions; the result is the
+	// caller's. Errors wrap errdefs sentinels.
+	Node(ctx context.Context) (*v1.Node, error)
+}
+
+var _ Admitter = (*admitter.Admitter)(nil)
+
+// EvictionSource publishes the eviction manager's decisions.
+type EvictionSource interface {
+	// Subscribe returns a channel receiving every eviction decided from
+	// now on; it is closed when ctx is done.
+	Subscribe(ctx context.Context) <-chan eviction.Eviction
+}
+
+var _ EvictionSource = (*eviction.Manager)(nil)
+
+// Options configure a Service.
+type Options struct {
+	// Admitter is required.
+	Admitter Admitter
+	// Evictions, when nil, makes WatchEvictions streams stay open and send
+	// nothing: without an eviction manager nothing is ever evicted.
+	Evictions EvictionSource
+	// Logger defaults to a no-op logger.
+	Logger *zap.Logger
+}
+
+// Service implements admissionv1connect.AdmissionServiceHandler, one file
+// per RPC (admit.go, watch_evictions.go, get_node.go).
+type Service struct {
+	admitter  Admitter
+	evictions EvictionSource
+	log       *zap.Logger
+	metrics   *metrics
+	health    *grpchealth.StaticChecker
+
+	drainOnce sync.Once
+	draining  chan struct{}
+}
+
+var _ admissionv1connect.AdmissionServiceHandler = (*Service)(nil)
+
+// NewService returns a Service with its own metrics registry.
+func NewService(opts Options) *Service {
+	log := opts.Logger
+	if log == nil {
+		log = zap.NewNop()
+	}
+	return &Service{
+		admitter:  opts.Admitter,
+		evictions: opts.Evictions,
+		log:       log,
+		metrics:   newMetrics(),
+		// Serving from the start: the admitter is complete before a
+		// Service exists.
+		health:   grpchealth.NewStaticChecker(admissionv1connect.AdmissionServiceName),
+		draining: make(chan struct{}),
+	}
+}
+
+// Drain marks the service NOT_SERVING in gRPC health and ends every open
+// WatchEvictions stream with Unavailable, so watchers reconnect to the next
+// instance instead of holding a shutdown open. New streams end at once; Admit
+// keeps answering until the listener closes. It is idempotent.
+func (s *Service) Drain() {
+	s.drainOnce.Do(func() {
+		s.health.SetStatus("", grpchealth.StatusNotServing)
+		s.health.SetStatus(admissionv1connect.AdmissionServiceName, grpchealth.StatusNotServing)
+		close(s.draining)
+	})
+}
