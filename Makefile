@@ -16,14 +16,17 @@ BIN     := $(ROOT)/bin
 TOOLBIN := $(ROOT)/.bin
 export PATH := $(TOOLBIN):$(PATH)
 
-MODULES := proto gateway services/admission services/sync
+# Every module of the workspace, as go.work lists them.
+MODULES := $(shell sed -n 's|^[[:space:]]*\./||p' go.work)
 GO_TEST_FLAGS ?= -count=1
 
 .PHONY: build tools generate check-generate lint test e2e critest bench clean
 
 build: ## Build every splitlet binary into bin/.
 	mkdir -p $(BIN)
-	cd gateway && CGO_ENABLED=0 go build -o $(BIN)/ ./cmd/...
+	for m in $(MODULES); do \
+	  if [ -d $$m/cmd ]; then (cd $$m && CGO_ENABLED=0 go build -o $(BIN)/ ./cmd/...); fi; \
+	done
 
 tools: ## Install buf and the protoc plugins at pinned versions into .bin/.
 	GOBIN=$(TOOLBIN) go install github.com/bufbuild/buf/cmd/buf@$(BUF_VERSION)
