@@ -1,14 +1,16 @@
-// Package kuberuntime decides and (in later steps) carries out what the
-// container runtime must do to make a pod match its spec: the kubelet's
-// pkg/kubelet/kuberuntime, rebuilt for sync.
+// Package kuberuntime decides and carries out what the container runtime must
+// do to make a pod match its spec: the kubelet's pkg/kubelet/kuberuntime,
+// rebuilt for sync.
 //
-// This step holds the decision core, which is pure: computePodActions looks at
+// The decision core is pure: computePodActions looks at
 // a pod spec, the runtime's view of the pod (container.PodStatus) and the
 // latest probe results, and returns PodActions: kill the pod or not, create a
 // sandbox or not, which containers to kill and which to start. It performs no
 // runtime call, so every kubelet rule it encodes is table-tested. SyncPod
 // carries the actions out and is where restart back-off (CrashLoopBackOff) is
-// checked, the same split as the kubelet's.
+// checked, the same split as the kubelet's. Manager (kuberuntime_manager.go)
+// holds the CRI clients and implements SyncPod, KillPod, GetPodStatus and the
+// generators of sandbox and container configs.
 //
 // Usage sketch (inside SyncPod):
 //

@@ -1,0 +1,129 @@
+// Package config turns splitlet-sync's command line into a Config, with the
+// defaults documented on each flag. Hidden flags tune timings for tests and
+// do not appear in -h.
+package config
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+)
+
+// Defaults.
+const (
+	// DefaultListen is the PodService address: loopback, since the API has
+	// no authentication; 7443 sits apart from the gateway's metrics port
+	// (9101) and the kubelet's ports (10250, 10255, 10248).
+	DefaultListen          = "127.0.0.1:7443"
+	DefaultRuntimeEndpoint = "unix:///run/splitlet/gateway.sock"
+	DefaultStateDir        = "/var/lib/splitlet/sync"
+	DefaultPodLogsRoot     = "/var/log/pods"
+	// DefaultResyncInterval: the kubelet's --sync-frequency is 1 min; sync
+	// resyncs every 10 s, which bounds how late a back-off restart or a
+	// missed event is noticed, at little cost with events and a 1 s relist.
+	DefaultResyncInterval = 10 * time.Second
+	// DefaultRelistInterval is the kubelet's PLEG relist period.
+	DefaultRelistInterval = time.Second
+	// DefaultFileCheckFrequency is how often the manifest directory is
+	// re-read (the kubelet's --file-check-frequency is 20 s and it watches
+	// with inotify as well; sync only polls, so it polls more often).
+	DefaultFileCheckFrequency = 5 * time.Second
+	// DefaultBackOffBase is the kubelet's crash-loop and image-pull back-off
+	// start (10 s).
+	DefaultBackOffBase = 10 * time.Second
+)
+
+// Config is splitlet-sync's configuration.
+type Config struct {
+	Listen             string
+	MetricsAddr        string
+	RuntimeEndpoint    string
+	ManifestDir        string
+	FileCheckFrequency time.Duration
+	StateDir           string
+	NodeName           string
+	NodeIPs            []string
+	PodLogsRoot        string
+	ResyncInterval     time.Duration
+	RelistInterval     time.Duration
+	LogLevel           zapcore.Level
+	// BackOffBase is the first restart and pull back-off delay; also the
+	// retry period of a failed pod sync (hidden flag, for tests).
+	BackOffBase time.Duration
+	// BackOffMax caps the back-off (hidden flag, for tests).
+	BackOffMax time.Duration
+}
+
+// hidden flags are parsed but left out of the usage text.
+var hidden = map[string]bool{"crashloop-backoff-base": true, "crashloop-backoff-max": true}
+
+// Parse reads args (without the program name); -h yields flag.ErrHelp after
+// writing the usage to output.
+func Parse(args []string, output io.Writer) (Config, error) {
+	host, _ := os.Hostname()
+	cfg := Config{}
+	var nodeIPs, level string
+	fs := flag.NewFlagSet("splitlet-sync", flag.ContinueOnError)
+	fs.SetOutput(output)
+	fs.Usage = func() {
+		fmt.Fprintln(output, "Usage: splitlet-sync [flags]\n\nThe pod sources, pod workers and sync loop of splitlet.\n\nFlags:")
+		fs.VisitAll(func(f *flag.Flag) {
+			if hidden[f.Name] {
+				return
+			}
+			fmt.Fprintf(output, "  --%s\t%s (default %q)\n", f.Name, f.Usage, f.DefValue)
+		})
+	}
+	fs.StringVar(&cfg.Listen, "listen", DefaultListen, "address of the PodService (gRPC, gRPC-Web and Connect JSON over HTTP/1.1 and cleartext HTTP/2), also serving /metrics and /healthz")
+	fs.StringVar(&cfg.MetricsAddr, "metrics", "", "optional separate address serving Prometheus /metrics and /healthz")
+	fs.StringVar(&cfg.RuntimeEndpoint, "runtime-endpoint", DefaultRuntimeEndpoint, "CRI endpoint of splitlet-gateway (unix:///path or host:port)")
+	fs.StringVar(&cfg.ManifestDir, "manifest-dir", "", "directory of static pod manifests; empty disables the file source")
+	fs.DurationVar(&cfg.FileCheckFrequency, "file-check-frequency", DefaultFileCheckFrequency, "how often the manifest directory is re-read")
+	fs.StringVar(&cfg.StateDir, "state-dir", DefaultStateDir, "directory of sync's state: the pod store (pods.db) and pod volumes")
+	fs.StringVar(&cfg.NodeName, "node-name", strings.ToLower(host), "this node's name; static pods get it as a name suffix")
+	fs.StringVar(&nodeIPs, "node-ip", "", "comma-separated node IPs for pod status hostIP(s); empty reports none")
+	fs.StringVar(&cfg.PodLogsRoot, "pod-logs-root", DefaultPodLogsRoot, "directory of the pods' container logs")
+	fs.DurationVar(&cfg.ResyncInterval, "resync-interval", DefaultResyncInterval, "how long after a sync a pod is synced again without any event")
+	fs.DurationVar(&cfg.RelistInterval, "relist-interval", DefaultRelistInterval, "period of the runtime relist (PLEG)")
+	fs.StringVar(&level, "log-level", "info", "least severe log level written: debug, info, warn or error")
+	fs.DurationVar(&cfg.BackOffBase, "crashloop-backoff-base", DefaultBackOffBase, "first crash-loop and image-pull back-off delay")
+	fs.DurationVar(&cfg.BackOffMax, "crashloop-backoff-max", 0, "longest back-off delay; 0 means the kubelet's 5 min")
+	if err := fs.Parse(args); err != nil {
+		return Config{}, err
+	}
+	if fs.NArg() > 0 {
+		return Config{}, fmt.Errorf("unexpected arguments: %s", strings.Join(fs.Args(), " "))
+	}
+	if err := cfg.LogLevel.UnmarshalText([]byte(level)); err != nil {
+		return Config{}, fmt.Errorf("--log-level: %w", err)
+	}
+	if nodeIPs != "" {
+		cfg.NodeIPs = strings.Split(nodeIPs, ",")
+	}
+	if cfg.NodeName == "" {
+		return Config{}, fmt.Errorf("--node-name is required (the hostname is unknown)")
+	}
+	for name, d := range map[string]time.Duration{
+		"resync-interval": cfg.ResyncInterval, "relist-interval": cfg.RelistInterval,
+		"file-check-frequency": cfg.FileCheckFrequency, "crashloop-backoff-base": cfg.BackOffBase,
+	} {
+		if d <= 0 {
+			return Config{}, fmt.Errorf("--%s must be positive, got %s", name, d)
+		}
+	}
+	return cfg, nil
+}
+
+// Logger builds the process logger: JSON to stderr at the configured level.
+func (c Config) Logger() (*zap.Logger, error) {
+	zc := zap.NewProductionConfig()
+	zc.Level = zap.NewAtomicLevelAt(c.LogLevel)
+	zc.Sampling = nil
+	return zc.Build()
+}

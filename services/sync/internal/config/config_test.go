@@ -1,0 +1,61 @@
+package config
+
+import (
+	"bytes"
+	"errors"
+	"flag"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestParse(t *testing.T) {
+	for _, tc := range []struct {
+		desc    string
+		args    []string
+		check   func(Config) bool
+		wantErr string
+	}{
+		{desc: "defaults", args: []string{"--node-name=n"}, check: func(c Config) bool {
+			return c.Listen == DefaultListen && c.RuntimeEndpoint == DefaultRuntimeEndpoint && c.StateDir == DefaultStateDir &&
+				c.ResyncInterval == DefaultResyncInterval && c.RelistInterval == time.Second && c.BackOffBase == 10*time.Second &&
+				c.ManifestDir == ""
+		}},
+		{desc: "hidden back-off flag is accepted", args: []string{"--crashloop-backoff-base=300ms"}, check: func(c Config) bool {
+			return c.BackOffBase == 300*time.Millisecond
+		}},
+		{desc: "node IPs split", args: []string{"--node-ip=10.0.0.1,fd00::1"}, check: func(c Config) bool {
+			return len(c.NodeIPs) == 2 && c.NodeIPs[1] == "fd00::1"
+		}},
+		{desc: "bad log level", args: []string{"--log-level=loud"}, wantErr: "--log-level"},
+		{desc: "zero resync", args: []string{"--resync-interval=0s"}, wantErr: "--resync-interval must be positive"},
+		{desc: "stray argument", args: []string{"extra"}, wantErr: "unexpected arguments"},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			cfg, err := Parse(tc.args, &bytes.Buffer{})
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("Parse error = %v, want %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !tc.check(cfg) {
+				t.Errorf("Parse(%v) = %+v", tc.args, cfg)
+			}
+		})
+	}
+}
+
+func TestUsageHidesTestFlags(t *testing.T) {
+	var out bytes.Buffer
+	if _, err := Parse([]string{"-h"}, &out); !errors.Is(err, flag.ErrHelp) {
+		t.Fatalf("Parse(-h) = %v, want flag.ErrHelp", err)
+	}
+	if !strings.Contains(out.String(), "--manifest-dir") || strings.Contains(out.String(), "crashloop-backoff") {
+		t.Errorf("usage shows manifest-dir: %v, hides crashloop-backoff: %v",
+			strings.Contains(out.String(), "--manifest-dir"), !strings.Contains(out.String(), "crashloop-backoff"))
+	}
+}

@@ -1,0 +1,212 @@
+// Package daemon wires splitlet-sync together: the CRI client to the
+// gateway, the pod store, the sources, the pod manager, the runtime manager,
+// the sync loop and the PodService, in that order, and runs them until the
+// context ends.
+package daemon
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"connectrpc.com/connect"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"go.uber.org/zap"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/splitlet/splitlet/proto/splitlet/pod/v1/podv1connect"
+	"github.com/splitlet/splitlet/services/sync/internal/backoff"
+	"github.com/splitlet/splitlet/services/sync/internal/config"
+	"github.com/splitlet/splitlet/services/sync/internal/events"
+	"github.com/splitlet/splitlet/services/sync/internal/kuberuntime"
+	"github.com/splitlet/splitlet/services/sync/internal/logctx"
+	"github.com/splitlet/splitlet/services/sync/internal/podmanager"
+	"github.com/splitlet/splitlet/services/sync/internal/prober"
+	"github.com/splitlet/splitlet/services/sync/internal/server"
+	"github.com/splitlet/splitlet/services/sync/internal/source"
+	"github.com/splitlet/splitlet/services/sync/internal/store"
+	"github.com/splitlet/splitlet/services/sync/internal/syncloop"
+)
+
+// shutdownTimeout bounds the HTTP server's graceful shutdown.
+const shutdownTimeout = 5 * time.Second
+
+// Run runs splitlet-sync until ctx ends. The logger comes from ctx.
+func Run(ctx context.Context, cfg config.Config) error {
+	log := logctx.From(ctx)
+
+	conn, err := grpc.NewClient(cfg.RuntimeEndpoint, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		return fmt.Errorf("runtime endpoint %s: %w", cfg.RuntimeEndpoint, err)
+	}
+	defer conn.Close()
+	rt := runtimeapi.NewRuntimeServiceClient(conn)
+	images := runtimeapi.NewImageServiceClient(conn)
+
+	st, err := store.Open(filepath.Join(cfg.StateDir, "pods.db"))
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+
+	sources := []string{source.APISourceName}
+	if cfg.ManifestDir != "" {
+		sources = append(sources, source.FileSourceName)
+	}
+	podConfig := source.NewPodConfig(sources...)
+	pods := podmanager.New()
+
+	recorder := events.New(ctx, events.Options{NodeName: cfg.NodeName})
+	curve := backoff.Config{Initial: cfg.BackOffBase, Max: cfg.BackOffMax}
+	podsDir := filepath.Join(cfg.StateDir, "pods")
+	runtimeManager := kuberuntime.NewManager(rt, images, kuberuntime.ManagerOptions{
+		Sandbox: kuberuntime.SandboxOptions{PodLogsRoot: cfg.PodLogsRoot, NodeIPs: cfg.NodeIPs},
+		Container: kuberuntime.ContainerOptions{
+			EnvOptions:            kuberuntime.EnvOptions{HostIPs: cfg.NodeIPs},
+			PodLogsRoot:           cfg.PodLogsRoot,
+			PodVolumesRoot:        podsDir,
+			PodContainersRoot:     podsDir,
+			MachineMemoryCapacity: machineMemory(),
+		},
+		CrashLoop: backoff.New(curve, nil),
+		ImagePull: backoff.New(curve, nil),
+		Recorder:  recorder,
+	})
+
+	// The API source reports the stored pods at once; the sync loop reads
+	// them as soon as it starts.
+	apiSource, err := source.NewAPISource(ctx, st, cfg.NodeName, podConfig)
+	if err != nil {
+		log.Error("some stored pods could not be read", zap.Error(err))
+	}
+
+	probes := prober.NewManager(ctx, prober.Options{Execer: runtimeManager, Status: pods, Recorder: recorder})
+
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	kubelet := syncloop.New(syncloop.Options{
+		ResyncInterval: cfg.ResyncInterval,
+		BackOffPeriod:  min(cfg.BackOffBase, cfg.ResyncInterval),
+		RelistInterval: cfg.RelistInterval,
+		HostIPs:        cfg.NodeIPs,
+		Finalizers:     map[string]syncloop.Finalizer{source.APISourceName: apiSource},
+		Metrics:        syncloop.NewMetrics(reg),
+		Recorder:       recorder,
+		Prober:         probes,
+	}, podConfig, pods, runtimeManager, rt)
+
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	if cfg.ManifestDir != "" {
+		fileSource := source.NewFileSource(cfg.ManifestDir, cfg.NodeName, cfg.FileCheckFrequency, podConfig, nil)
+		go fileSource.Run(ctx)
+	}
+
+	mux := http.NewServeMux()
+	path, handler := podv1connect.NewPodServiceHandler(server.New(apiSource, pods, recorder, rt),
+		connect.WithInterceptors(logInterceptor(log)))
+	mux.Handle(path, handler)
+	addOps(mux, reg)
+	servers := []*http.Server{newHTTPServer(cfg.Listen, mux)}
+	if cfg.MetricsAddr != "" {
+		ops := http.NewServeMux()
+		addOps(ops, reg)
+		servers = append(servers, newHTTPServer(cfg.MetricsAddr, ops))
+	}
+	errs := make(chan error, len(servers)+1)
+	for _, srv := range servers {
+		ln, err := net.Listen("tcp", srv.Addr)
+		if err != nil {
+			return fmt.Errorf("listen %s: %w", srv.Addr, err)
+		}
+		log.Info("serving", zap.String("addr", ln.Addr().String()))
+		go func() {
+			if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				errs <- err
+			}
+		}()
+	}
+	loopDone := make(chan struct{})
+	go func() {
+		defer close(loopDone)
+		_ = kubelet.Run(ctx)
+	}()
+
+	var runErr error
+	select {
+	case <-ctx.Done():
+	case runErr = <-errs:
+		cancel()
+	}
+	shutdownCtx, done := context.WithTimeout(context.WithoutCancel(ctx), shutdownTimeout)
+	defer done()
+	for _, srv := range servers {
+		_ = srv.Shutdown(shutdownCtx)
+	}
+	<-loopDone
+	return runErr
+}
+
+// newHTTPServer serves h over HTTP/1.1 and cleartext HTTP/2, so gRPC clients
+// (which need HTTP/2) and curl both work without TLS.
+func newHTTPServer(addr string, h http.Handler) *http.Server {
+	var protocols http.Protocols
+	protocols.SetHTTP1(true)
+	protocols.SetUnencryptedHTTP2(true)
+	return &http.Server{Addr: addr, Handler: h, Protocols: &protocols, ReadHeaderTimeout: 10 * time.Second}
+}
+
+// addOps adds /metrics and /healthz to mux.
+func addOps(mux *http.ServeMux, reg *prometheus.Registry) {
+	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
+		_, _ = w.Write([]byte("ok"))
+	})
+}
+
+// logInterceptor puts the process logger, with the procedure, in every
+// request's context and logs failed calls.
+func logInterceptor(log *zap.Logger) connect.Interceptor {
+	return connect.UnaryInterceptorFunc(func(next connect.UnaryFunc) connect.UnaryFunc {
+		return func(ctx context.Context, req connect.AnyRequest) (connect.AnyResponse, error) {
+			l := log.With(zap.String("procedure", req.Spec().Procedure))
+			resp, err := next(logctx.With(ctx, l), req)
+			if err != nil {
+				l.Info("request failed", zap.Error(err))
+			}
+			return resp, err
+		}
+	})
+}
+
+// machineMemory reads MemTotal from /proc/meminfo in bytes; 0 when unknown.
+func machineMemory() int64 {
+	f, err := os.Open("/proc/meminfo")
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		if len(fields) >= 2 && fields[0] == "MemTotal:" {
+			kb, err := strconv.ParseInt(fields[1], 10, 64)
+			if err == nil {
+				return kb * 1024
+			}
+		}
+	}
+	return 0
+}

@@ -1,0 +1,477 @@
+package kuberuntime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/splitlet/splitlet/services/sync/internal/backoff"
+	"github.com/splitlet/splitlet/services/sync/internal/container"
+	"github.com/splitlet/splitlet/services/sync/internal/events"
+	"github.com/splitlet/splitlet/services/sync/internal/lifecycle"
+	"github.com/splitlet/splitlet/services/sync/internal/prober/probe"
+)
+
+// minimumGracePeriodInSeconds is the shortest stop timeout sent to the
+// runtime, as the kubelet's killContainer enforces (2 s); only a grace period
+// override (a deletion's) goes below it.
+const minimumGracePeriodInSeconds = 2
+
+// ManagedByAnnotation marks the sandboxes sync creates. The kubelet labels
+// its pods with the same io.kubernetes.pod.* keys, so on a node where a
+// kubelet also runs, the label alone cannot tell whose a pod is; housekeeping
+// only ever removes pods whose sandbox carries this mark (RunningPod.Managed).
+const (
+	ManagedByAnnotation = "splitlet.dev/managed-by"
+	ManagedByValue      = "splitlet-sync"
+)
+
+// ManagerOptions configure a Manager.
+type ManagerOptions struct {
+	// Sandbox is what generatePodSandboxConfig needs about the node.
+	Sandbox SandboxOptions
+	// Container is what generateContainerConfig needs about the node; the
+	// image user fields are filled per container by SyncPod.
+	Container ContainerOptions
+	// CrashLoop is the restart back-off table (CrashLoopBackOff); nil makes
+	// one with the kubelet's curve.
+	CrashLoop *backoff.Backoff
+	// ImagePull is the image pull back-off table; nil makes one.
+	ImagePull *backoff.Backoff
+	// Recorder records the kubelet's pod events (Pulling, Created, Started,
+	// Killing, BackOff, ...); nil records nothing.
+	Recorder events.EventRecorder
+}
+
+// noRecorder drops every event.
+type noRecorder struct{}
+
+var _ events.EventRecorder = noRecorder{}
+
+func (noRecorder) Event(*v1.Pod, string, string, string)                           {}
+func (noRecorder) Eventf(*v1.Pod, string, string, string, ...any)                  {}
+func (noRecorder) EventfContainer(*v1.Pod, string, string, string, string, ...any) {}
+
+// Manager carries out pod lifecycle decisions over a CRI runtime: the
+// kubelet's kubeGenericRuntimeManager. It is safe for concurrent use; pod
+// workers call it in parallel, one goroutine per pod.
+type Manager struct {
+	runtime runtimeapi.RuntimeServiceClient
+	images  runtimeapi.ImageServiceClient
+	opts    ManagerOptions
+
+	hooks *lifecycle.HandlerRunner
+
+	runtimeNameOnce sync.Once
+	runtimeName     string
+
+	mu sync.Mutex
+	// waiting holds why a container of a pod is not running although it
+	// should (CrashLoopBackOff, ErrImagePull, CreateContainerError...), for
+	// the status; keyed by pod UID then container name.
+	waiting map[types.UID]map[string]WaitingReason
+}
+
+// WaitingReason is why a container waits, as the pod status shows it in
+// state.waiting.
+type WaitingReason struct {
+	Reason  string
+	Message string
+}
+
+// NewManager returns a Manager talking to the runtime's RuntimeService and
+// ImageService.
+func NewManager(rt runtimeapi.RuntimeServiceClient, img runtimeapi.ImageServiceClient, opts ManagerOptions) *Manager {
+	if opts.CrashLoop == nil {
+		opts.CrashLoop = backoff.New(backoff.Config{}, nil)
+	}
+	if opts.ImagePull == nil {
+		opts.ImagePull = backoff.New(backoff.Config{}, nil)
+	}
+	if opts.Recorder == nil {
+		opts.Recorder = noRecorder{}
+	}
+	m := &Manager{runtime: rt, images: img, opts: opts, waiting: map[types.UID]map[string]WaitingReason{}}
+	m.hooks = lifecycle.NewHandlerRunner(lifecycle.Options{Execer: m, PodStatus: m, Recorder: opts.Recorder})
+	return m
+}
+
+// RuntimeName is the runtime's name from Version (e.g. "containerd"), the
+// type part of container IDs in pod statuses. It falls back to "cri" when
+// Version fails, so that IDs stay well formed.
+func (m *Manager) RuntimeName(ctx context.Context) string {
+	m.runtimeNameOnce.Do(func() {
+		m.runtimeName = "cri"
+		resp, err := m.runtime.Version(ctx, &runtimeapi.VersionRequest{})
+		if err == nil && resp.GetRuntimeName() != "" {
+			m.runtimeName = resp.GetRuntimeName()
+		}
+	})
+	return m.runtimeName
+}
+
+// ContainerWaiting returns why the named container of the pod waits, if
+// SyncPod recorded a reason on its last pass.
+func (m *Manager) ContainerWaiting(uid types.UID, name string) (WaitingReason, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	r, ok := m.waiting[uid][name]
+	return r, ok
+}
+
+func (m *Manager) setWaiting(uid types.UID, name string, r *WaitingReason) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if r == nil {
+		delete(m.waiting[uid], name)
+		return
+	}
+	if m.waiting[uid] == nil {
+		m.waiting[uid] = map[string]WaitingReason{}
+	}
+	m.waiting[uid][name] = *r
+}
+
+// ForgetPod drops what the manager remembers about a pod (waiting reasons);
+// call it once the pod is gone for good.
+func (m *Manager) ForgetPod(uid types.UID) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.waiting, uid)
+}
+
+// GC drops stale back-off entries; housekeeping calls it.
+func (m *Manager) GC() {
+	m.opts.CrashLoop.GC()
+	m.opts.ImagePull.GC()
+}
+
+// GetPodStatus reads the runtime's view of one pod: every sandbox and every
+// container instance labelled with the pod's UID, newest first. Matches the
+// kubelet's kubeGenericRuntimeManager.GetPodStatus; name and namespace are
+// used only when the runtime has nothing for the pod.
+func (m *Manager) GetPodStatus(ctx context.Context, uid types.UID, name, namespace string) (*container.PodStatus, error) {
+	ps := &container.PodStatus{ID: uid, Name: name, Namespace: namespace}
+	sandboxes, err := m.runtime.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{
+		Filter: &runtimeapi.PodSandboxFilter{LabelSelector: map[string]string{KubernetesPodUIDLabel: string(uid)}},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list sandboxes of pod %s: %w", uid, err)
+	}
+	for _, sb := range sandboxes.GetItems() {
+		resp, err := m.runtime.PodSandboxStatus(ctx, &runtimeapi.PodSandboxStatusRequest{PodSandboxId: sb.GetId()})
+		if isNotFound(err) {
+			continue // removed meanwhile
+		}
+		if err != nil {
+			return nil, fmt.Errorf("status of sandbox %s: %w", sb.GetId(), err)
+		}
+		ps.SandboxStatuses = append(ps.SandboxStatuses, resp.GetStatus())
+	}
+	containers, err := m.runtime.ListContainers(ctx, &runtimeapi.ListContainersRequest{
+		Filter: &runtimeapi.ContainerFilter{LabelSelector: map[string]string{KubernetesPodUIDLabel: string(uid)}},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list containers of pod %s: %w", uid, err)
+	}
+	runtimeName := m.RuntimeName(ctx)
+	for _, c := range containers.GetContainers() {
+		resp, err := m.runtime.ContainerStatus(ctx, &runtimeapi.ContainerStatusRequest{ContainerId: c.GetId()})
+		if isNotFound(err) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("status of container %s: %w", c.GetId(), err)
+		}
+		ps.ContainerStatuses = append(ps.ContainerStatuses, toContainerStatus(ctx, runtimeName, resp.GetStatus()))
+	}
+	ps.SortNewestFirst()
+	if len(ps.SandboxStatuses) > 0 {
+		if net := ps.SandboxStatuses[0].GetNetwork(); net != nil && net.GetIp() != "" {
+			ps.IPs = append(ps.IPs, net.GetIp())
+			for _, ip := range net.GetAdditionalIps() {
+				ps.IPs = append(ps.IPs, ip.GetIp())
+			}
+		}
+		if name == "" {
+			ps.Name = ps.SandboxStatuses[0].GetMetadata().GetName()
+			ps.Namespace = ps.SandboxStatuses[0].GetMetadata().GetNamespace()
+		}
+	}
+	return ps, nil
+}
+
+// toContainerStatus maps a CRI container status to container.Status, reading
+// the hash and restart count from the annotations SyncPod wrote. Matches the
+// kubelet's toKubeContainerStatus.
+func toContainerStatus(ctx context.Context, runtimeName string, s *runtimeapi.ContainerStatus) *container.Status {
+	info := getContainerInfoFromAnnotations(ctx, s.GetAnnotations())
+	name := s.GetMetadata().GetName()
+	if l := getContainerInfoFromLabels(s.GetLabels()); l != nil && l.ContainerName != "" {
+		name = l.ContainerName
+	}
+	st := &container.Status{
+		ID:        container.BuildContainerID(runtimeName, s.GetId()),
+		Name:      name,
+		State:     container.StateFromCRI(s.GetState()),
+		CreatedAt: time.Unix(0, s.GetCreatedAt()),
+		Image:     s.GetImage().GetImage(),
+		ImageRef:  s.GetImageRef(),
+		Reason:    s.GetReason(),
+		Message:   s.GetMessage(),
+	}
+	if info != nil {
+		st.Hash = info.Hash
+		st.RestartCount = info.RestartCount
+	}
+	if s.GetState() != runtimeapi.ContainerState_CONTAINER_CREATED {
+		st.StartedAt = time.Unix(0, s.GetStartedAt())
+	}
+	if s.GetState() == runtimeapi.ContainerState_CONTAINER_EXITED {
+		st.FinishedAt = time.Unix(0, s.GetFinishedAt())
+		st.ExitCode = int(s.GetExitCode())
+	}
+	return st
+}
+
+// RunningPod is a pod as the runtime knows it from labels alone, for
+// housekeeping: which sandboxes and containers belong to which pod UID.
+type RunningPod struct {
+	// Managed is true when a sandbox of the pod carries
+	// ManagedByAnnotation: sync created it.
+	Managed    bool
+	UID        types.UID
+	Name       string
+	Namespace  string
+	Sandboxes  []*runtimeapi.PodSandbox
+	Containers []*runtimeapi.Container
+}
+
+// GetPods lists every pod the runtime holds that carries the kubelet's pod
+// UID label, grouped by UID. Sandboxes and containers without the label
+// belong to someone else and are never listed. Matches the kubelet's
+// kubeGenericRuntimeManager.GetPods(all=true).
+func (m *Manager) GetPods(ctx context.Context) (map[types.UID]*RunningPod, error) {
+	pods := map[types.UID]*RunningPod{}
+	get := func(labels map[string]string) *RunningPod {
+		uid := types.UID(labels[KubernetesPodUIDLabel])
+		if uid == "" {
+			return nil
+		}
+		p := pods[uid]
+		if p == nil {
+			p = &RunningPod{UID: uid, Name: labels[KubernetesPodNameLabel], Namespace: labels[KubernetesPodNamespaceLabel]}
+			pods[uid] = p
+		}
+		return p
+	}
+	sandboxes, err := m.runtime.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{})
+	if err != nil {
+		return nil, fmt.Errorf("list sandboxes: %w", err)
+	}
+	for _, sb := range sandboxes.GetItems() {
+		if p := get(sb.GetLabels()); p != nil {
+			p.Sandboxes = append(p.Sandboxes, sb)
+			if sb.GetAnnotations()[ManagedByAnnotation] == ManagedByValue {
+				p.Managed = true
+			}
+		}
+	}
+	containers, err := m.runtime.ListContainers(ctx, &runtimeapi.ListContainersRequest{})
+	if err != nil {
+		return nil, fmt.Errorf("list containers: %w", err)
+	}
+	for _, c := range containers.GetContainers() {
+		if p := get(c.GetLabels()); p != nil {
+			p.Containers = append(p.Containers, c)
+		}
+	}
+	return pods, nil
+}
+
+// KillPod stops every running container of the pod, then its sandboxes.
+// gracePeriodOverride, when set, replaces the pod's grace period (it is what
+// remains of a deletion's grace). pod may be nil for a pod known only from
+// the runtime (housekeeping of orphans); the grace period then comes from
+// the container's annotations. Matches the kubelet's KillPod /
+// killPodWithSyncResult: containers in parallel, then the sandboxes.
+func (m *Manager) KillPod(ctx context.Context, pod *v1.Pod, uid types.UID, gracePeriodOverride *int64) error {
+	log := loggerFrom(ctx)
+	ps, err := m.GetPodStatus(ctx, uid, "", "")
+	if err != nil {
+		return err
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, len(ps.ContainerStatuses))
+	for _, cs := range ps.ContainerStatuses {
+		if cs.State != container.ContainerStateRunning && cs.State != container.ContainerStateUnknown && cs.State != container.ContainerStateCreated {
+			continue
+		}
+		wg.Add(1)
+		go func(cs *container.Status) {
+			defer wg.Done()
+			var spec *v1.Container
+			if pod != nil {
+				spec = findContainer(pod, cs.Name)
+			}
+			if err := m.killContainer(ctx, pod, cs.ID, cs.Name, spec, "Stopping container "+cs.Name, "", gracePeriodOverride); err != nil {
+				errs <- err
+			}
+		}(cs)
+	}
+	wg.Wait()
+	close(errs)
+	var all []error
+	for err := range errs {
+		all = append(all, err)
+	}
+	for _, sb := range ps.SandboxStatuses {
+		if sb.GetState() != runtimeapi.PodSandboxState_SANDBOX_READY {
+			continue
+		}
+		if _, err := m.runtime.StopPodSandbox(ctx, &runtimeapi.StopPodSandboxRequest{PodSandboxId: sb.GetId()}); err != nil && !isNotFound(err) {
+			all = append(all, fmt.Errorf("stop sandbox %s: %w", sb.GetId(), err))
+			continue
+		}
+		log.Debug("sandbox stopped", zap.String("sandbox", sb.GetId()))
+	}
+	return errors.Join(all...)
+}
+
+// RemovePod removes every container and sandbox of the pod from the
+// runtime, then the pod's log directory and its per-pod state directories
+// (emptyDir volumes, termination message files). Call it only after KillPod
+// succeeded and the pod has left every source. The kubelet leaves this to
+// its container garbage collector (evictPodLogsDirectories) and
+// cleanupOrphanedPodDirs; sync removes a pod's leftovers as soon as it is
+// forgotten, so the runtime and the disk do not fill up. The state
+// directories are removed only when ManagerOptions.Container names them, so
+// that a default never points sync at a kubelet's /var/lib/kubelet/pods.
+func (m *Manager) RemovePod(ctx context.Context, uid types.UID) error {
+	ps, err := m.GetPodStatus(ctx, uid, "", "")
+	if err != nil {
+		return err
+	}
+	var all []error
+	for _, cs := range ps.ContainerStatuses {
+		if _, err := m.runtime.RemoveContainer(ctx, &runtimeapi.RemoveContainerRequest{ContainerId: cs.ID.ID}); err != nil && !isNotFound(err) {
+			all = append(all, fmt.Errorf("remove container %s: %w", cs.ID.ID, err))
+		}
+	}
+	logDirs := map[string]bool{}
+	for _, sb := range ps.SandboxStatuses {
+		if _, err := m.runtime.RemovePodSandbox(ctx, &runtimeapi.RemovePodSandboxRequest{PodSandboxId: sb.GetId()}); err != nil && !isNotFound(err) {
+			all = append(all, fmt.Errorf("remove sandbox %s: %w", sb.GetId(), err))
+		}
+		if md := sb.GetMetadata(); md != nil {
+			root := m.opts.Sandbox.PodLogsRoot
+			if root == "" {
+				root = DefaultPodLogsRoot
+			}
+			logDirs[BuildPodLogsDirectory(root, md.GetNamespace(), md.GetName(), md.GetUid())] = true
+		}
+	}
+	if len(all) > 0 {
+		// Keep the logs while the containers writing them may remain.
+		return errors.Join(all...)
+	}
+	dirs := make([]string, 0, len(logDirs)+2)
+	for d := range logDirs {
+		dirs = append(dirs, d)
+	}
+	for _, root := range []string{m.opts.Container.PodVolumesRoot, m.opts.Container.PodContainersRoot} {
+		if root != "" && uid != "" {
+			dirs = append(dirs, filepath.Join(root, string(uid)))
+		}
+	}
+	for _, d := range dirs {
+		if err := os.RemoveAll(d); err != nil {
+			all = append(all, fmt.Errorf("remove pod directory: %w", err))
+		}
+	}
+	return errors.Join(all...)
+}
+
+// killContainer stops one container. Matches the kubelet's killContainer:
+// the grace period starts from lifecycle.TerminationGracePeriod (deletion
+// grace, a probe's own grace for probe kills, else the pod's), or for a pod
+// known only from the runtime from the container's recorded annotation; the
+// preStop hook runs within it; what is left is floored at
+// minimumGracePeriodInSeconds; and an override (what remains of a
+// deletion's grace) replaces all of that, floor included.
+func (m *Manager) killContainer(ctx context.Context, pod *v1.Pod, id container.ContainerID, name string, spec *v1.Container, message string, reason ContainerKillReason, gracePeriodOverride *int64) error {
+	log := loggerFrom(ctx)
+	grace := int64(minimumGracePeriodInSeconds)
+	if pod != nil && spec != nil {
+		grace = lifecycle.TerminationGracePeriod(pod, spec, string(reason))
+	} else if resp, err := m.runtime.ContainerStatus(ctx, &runtimeapi.ContainerStatusRequest{ContainerId: id.ID}); err == nil {
+		if v, ok := resp.GetStatus().GetAnnotations()[PodTerminationGracePeriodLabel]; ok {
+			if n, err := strconv.ParseInt(v, 10, 64); err == nil {
+				grace = n
+			}
+		}
+	}
+	if pod != nil && spec != nil {
+		grace = m.hooks.PreStop(ctx, id, pod, spec, grace)
+	}
+	if grace < minimumGracePeriodInSeconds {
+		grace = minimumGracePeriodInSeconds
+	}
+	if gracePeriodOverride != nil {
+		grace = *gracePeriodOverride
+	}
+	log.Info("killing container", zap.String("container", name), zap.String("containerID", id.String()),
+		zap.Int64("gracePeriod", grace), zap.String("message", message))
+	if pod != nil && pod.Spec.Containers != nil {
+		m.opts.Recorder.EventfContainer(pod, name, v1.EventTypeNormal, events.KillingContainer, "%s", message)
+	}
+	// The RPC must outlive the grace period.
+	stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Duration(grace)*time.Second+30*time.Second)
+	defer cancel()
+	if _, err := m.runtime.StopContainer(stopCtx, &runtimeapi.StopContainerRequest{ContainerId: id.ID, Timeout: grace}); err != nil && !isNotFound(err) {
+		return fmt.Errorf("stop container %s (%s): %w", name, id.ID, err)
+	}
+	return nil
+}
+
+func isNotFound(err error) bool {
+	return err != nil && status.Code(err) == codes.NotFound
+}
+
+var _ probe.Execer = (*Manager)(nil)
+
+// ExecSync runs cmd in a container through CRI ExecSync, for exec probes
+// and hooks (probe.Execer). A command that ran returns its exit code and a
+// nil error; one that outlived timeout returns an error wrapping
+// context.DeadlineExceeded, as the contract asks.
+func (m *Manager) ExecSync(ctx context.Context, containerID string, cmd []string, timeout time.Duration) ([]byte, []byte, int32, error) {
+	secs := int64(0)
+	if timeout > 0 {
+		secs = max(int64((timeout+time.Second-1)/time.Second), 1)
+		var cancel context.CancelFunc
+		// The RPC gets a little longer than the command, so the runtime
+		// reports the timeout rather than the transport.
+		ctx, cancel = context.WithTimeout(ctx, timeout+5*time.Second)
+		defer cancel()
+	}
+	resp, err := m.runtime.ExecSync(ctx, &runtimeapi.ExecSyncRequest{ContainerId: containerID, Cmd: cmd, Timeout: secs})
+	if err != nil {
+		if status.Code(err) == codes.DeadlineExceeded || errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			return nil, nil, 0, fmt.Errorf("command %v timed out after %s: %w", cmd, timeout, context.DeadlineExceeded)
+		}
+		return nil, nil, 0, fmt.Errorf("exec in container %s: %w", containerID, err)
+	}
+	return resp.GetStdout(), resp.GetStderr(), resp.GetExitCode(), nil
+}

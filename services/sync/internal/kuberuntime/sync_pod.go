@@ -1,0 +1,334 @@
+package kuberuntime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"go.uber.org/zap"
+	v1 "k8s.io/api/core/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/splitlet/splitlet/services/sync/internal/backoff"
+	"github.com/splitlet/splitlet/services/sync/internal/container"
+	"github.com/splitlet/splitlet/services/sync/internal/events"
+	"github.com/splitlet/splitlet/services/sync/internal/lifecycle"
+)
+
+// Waiting reasons SyncPod records when a container cannot be started, as the
+// kubelet's pod status shows them.
+const (
+	ReasonCreateContainerConfigError = "CreateContainerConfigError"
+	ReasonCreateContainerError       = "CreateContainerError"
+	ReasonRunContainerError          = "RunContainerError"
+	ReasonErrImageNeverPull          = "ErrImageNeverPull"
+)
+
+// SyncPod makes the runtime match the pod, in the kubelet's
+// kubeGenericRuntimeManager.SyncPod order:
+//  1. compute what to do (computePodActions);
+//  2. kill the pod if its sandbox must go, else kill unwanted containers;
+//  3. purge init containers when a new sandbox starts the pod over;
+//  4. create the sandbox if needed;
+//  5. start ephemeral, then init, then regular containers (startContainer),
+//     each subject to crash-loop and image-pull back-off.
+//
+// A container that cannot start records a waiting reason (ContainerWaiting)
+// and does not stop the others, as in the kubelet; the returned error joins
+// every failure. podStatus must be fresh (GetPodStatus) and newest first.
+func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod, podStatus *container.PodStatus, probes ProbeResults) error {
+	log := loggerFrom(ctx)
+	actions := computePodActions(ctx, pod, podStatus, probes)
+	log.Debug("computed pod actions", zap.Stringer("actions", actions))
+
+	if actions.KillPod {
+		if actions.CreateSandbox && len(podStatus.SandboxStatuses) > 0 {
+			log.Info("pod sandbox changed, it will be killed and re-created")
+			m.opts.Recorder.Event(pod, v1.EventTypeNormal, events.SandboxChanged, "Pod sandbox changed, it will be killed and re-created.")
+		}
+		if err := m.KillPod(ctx, pod, pod.UID, nil); err != nil {
+			return fmt.Errorf("kill pod: %w", err)
+		}
+		if actions.CreateSandbox {
+			m.purgeInitContainers(ctx, pod, podStatus)
+		}
+	} else {
+		for id, info := range actions.ContainersToKill {
+			if err := m.killContainer(ctx, pod, id, info.Name, info.Container, info.Message, info.Reason, nil); err != nil {
+				return fmt.Errorf("kill container %s: %w", info.Name, err)
+			}
+		}
+	}
+
+	sandboxID := actions.SandboxID
+	if actions.CreateSandbox {
+		if len(actions.ContainersToStart) == 0 && len(actions.InitContainersToStart) == 0 && len(actions.EphemeralContainersToStart) == 0 {
+			// Nothing would run in it: the pod is done.
+			return nil
+		}
+		id, err := m.createPodSandbox(ctx, pod, actions.Attempt)
+		if err != nil {
+			m.opts.Recorder.Eventf(pod, v1.EventTypeWarning, events.FailedCreatePodSandBox, "Failed to create pod sandbox: %v", err)
+			return fmt.Errorf("create sandbox: %w", err)
+		}
+		sandboxID = id
+		log.Info("created pod sandbox", zap.String("sandbox", id), zap.Uint32("attempt", actions.Attempt))
+	}
+	if sandboxID == "" || len(actions.ContainersToStart)+len(actions.InitContainersToStart)+len(actions.EphemeralContainersToStart) == 0 {
+		return nil
+	}
+	sbStatus, err := m.runtime.PodSandboxStatus(ctx, &runtimeapi.PodSandboxStatusRequest{PodSandboxId: sandboxID})
+	if err != nil {
+		return fmt.Errorf("status of sandbox %s: %w", sandboxID, err)
+	}
+	sbConfig, err := generatePodSandboxConfig(ctx, pod, actions.Attempt, m.opts.Sandbox)
+	if err != nil {
+		return fmt.Errorf("sandbox config: %w", err)
+	}
+	var podIPs []string
+	if net := sbStatus.GetStatus().GetNetwork(); net != nil && net.GetIp() != "" {
+		podIPs = append(podIPs, net.GetIp())
+		for _, ip := range net.GetAdditionalIps() {
+			podIPs = append(podIPs, ip.GetIp())
+		}
+	}
+
+	var errs []error
+	start := func(spec *v1.Container, typ string) error {
+		if in, msg, err := m.opts.CrashLoop.DoBackOff(pod, spec, podStatus); in {
+			m.setWaiting(pod.UID, spec.Name, &WaitingReason{Reason: err.Error(), Message: msg})
+			log.Info("back-off restarting failed container", zap.String("container", spec.Name), zap.String("message", msg))
+			m.opts.Recorder.EventfContainer(pod, spec.Name, v1.EventTypeWarning, events.BackOffStartContainer, "Back-off restarting failed container %s in pod %s", spec.Name, backoff.FormatPod(pod))
+			return err
+		}
+		if err := m.startContainer(ctx, pod, podStatus, sandboxID, sbConfig, spec, podIPs); err != nil {
+			log.Warn("container start failed", zap.String("container", spec.Name), zap.String("type", typ), zap.Error(err))
+			return err
+		}
+		m.setWaiting(pod.UID, spec.Name, nil)
+		return nil
+	}
+	for _, idx := range actions.EphemeralContainersToStart {
+		ec := &pod.Spec.EphemeralContainers[idx]
+		spec := v1.Container(ec.EphemeralContainerCommon)
+		if err := start(&spec, ContainerTypeEphemeral); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	for _, idx := range actions.InitContainersToStart {
+		spec := &pod.Spec.InitContainers[idx]
+		if err := start(spec, ContainerTypeInit); err != nil {
+			// Init containers run in order: a later one must not start
+			// before this one did. Sidecars are the exception, but only
+			// once they are up; stopping here is the safe side.
+			errs = append(errs, err)
+			return errors.Join(errs...)
+		}
+	}
+	for _, idx := range actions.ContainersToStart {
+		if err := start(&pod.Spec.Containers[idx], ContainerTypeRegular); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// createPodSandbox creates the pod's log directory and runs its sandbox,
+// marked with ManagedByAnnotation. Matches the kubelet's createPodSandbox.
+func (m *Manager) createPodSandbox(ctx context.Context, pod *v1.Pod, attempt uint32) (string, error) {
+	cfg, err := generatePodSandboxConfig(ctx, pod, attempt, m.opts.Sandbox)
+	if err != nil {
+		return "", err
+	}
+	if cfg.Annotations == nil {
+		cfg.Annotations = map[string]string{}
+	}
+	cfg.Annotations[ManagedByAnnotation] = ManagedByValue
+	if err := os.MkdirAll(cfg.GetLogDirectory(), 0o755); err != nil {
+		return "", fmt.Errorf("create pod log directory: %w", err)
+	}
+	resp, err := m.runtime.RunPodSandbox(ctx, &runtimeapi.RunPodSandboxRequest{Config: cfg})
+	if err != nil {
+		return "", err
+	}
+	return resp.GetPodSandboxId(), nil
+}
+
+// purgeInitContainers removes the exited init containers of the pod's old
+// sandbox, so a pod starting over in a new sandbox runs its init containers
+// again. Matches the kubelet's purgeInitContainers.
+func (m *Manager) purgeInitContainers(ctx context.Context, pod *v1.Pod, podStatus *container.PodStatus) {
+	log := loggerFrom(ctx)
+	for i := range pod.Spec.InitContainers {
+		name := pod.Spec.InitContainers[i].Name
+		for _, cs := range podStatus.ContainerStatuses {
+			if cs.Name != name {
+				continue
+			}
+			if _, err := m.runtime.RemoveContainer(ctx, &runtimeapi.RemoveContainerRequest{ContainerId: cs.ID.ID}); err != nil && !isNotFound(err) {
+				log.Warn("failed to remove init container", zap.String("container", name), zap.Error(err))
+			}
+		}
+	}
+}
+
+// startContainer pulls the image as the pull policy says, creates and starts
+// one container, then runs its postStart hook. Matches the kubelet's
+// startContainer. The restart count is one more than the
+// latest instance's, read from its annotation.
+func (m *Manager) startContainer(ctx context.Context, pod *v1.Pod, podStatus *container.PodStatus, sandboxID string, sbConfig *runtimeapi.PodSandboxConfig, spec *v1.Container, podIPs []string) error {
+	imageRef, err := m.ensureImageExists(ctx, pod, spec, sbConfig)
+	if err != nil {
+		return err
+	}
+	restartCount := 0
+	if cs := podStatus.FindContainerStatusByName(spec.Name); cs != nil {
+		restartCount = cs.RestartCount + 1
+	} else {
+		// Garbage-collected or purged instances leave no count behind; a
+		// log file left in the pod's log directory still tells how many
+		// attempts there were, as the kubelet's calcRestartCountByLogDir.
+		restartCount = restartCountFromLogDir(filepath.Join(sbConfig.GetLogDirectory(), spec.Name))
+	}
+
+	cfg, err := m.containerConfig(ctx, pod, spec, restartCount, imageRef, podIPs, podStatus)
+	if err != nil {
+		m.setWaiting(pod.UID, spec.Name, &WaitingReason{Reason: ReasonCreateContainerConfigError, Message: err.Error()})
+		m.opts.Recorder.EventfContainer(pod, spec.Name, v1.EventTypeWarning, events.FailedToCreateContainer, "Error: %v", err)
+		return fmt.Errorf("%s: %w", ReasonCreateContainerConfigError, err)
+	}
+	created, err := m.runtime.CreateContainer(ctx, &runtimeapi.CreateContainerRequest{
+		PodSandboxId: sandboxID, Config: cfg, SandboxConfig: sbConfig,
+	})
+	if err != nil {
+		m.setWaiting(pod.UID, spec.Name, &WaitingReason{Reason: ReasonCreateContainerError, Message: err.Error()})
+		m.opts.Recorder.EventfContainer(pod, spec.Name, v1.EventTypeWarning, events.FailedToCreateContainer, "Error: %v", err)
+		return fmt.Errorf("%s: %w", ReasonCreateContainerError, err)
+	}
+	m.opts.Recorder.EventfContainer(pod, spec.Name, v1.EventTypeNormal, events.CreatedContainer, "Created container: %s", spec.Name)
+	if _, err := m.runtime.StartContainer(ctx, &runtimeapi.StartContainerRequest{ContainerId: created.GetContainerId()}); err != nil {
+		m.setWaiting(pod.UID, spec.Name, &WaitingReason{Reason: ReasonRunContainerError, Message: err.Error()})
+		m.opts.Recorder.EventfContainer(pod, spec.Name, v1.EventTypeWarning, events.FailedToStartContainer, "Error: %v", err)
+		return fmt.Errorf("%s: %w", ReasonRunContainerError, err)
+	}
+	m.opts.Recorder.EventfContainer(pod, spec.Name, v1.EventTypeNormal, events.StartedContainer, "Started container %s", spec.Name)
+	id := container.BuildContainerID(m.RuntimeName(ctx), created.GetContainerId())
+	if msg, err := m.hooks.PostStart(ctx, id, pod, spec); err != nil {
+		// The kubelet kills a container whose postStart hook failed; the
+		// restart policy decides what comes next.
+		m.setWaiting(pod.UID, spec.Name, &WaitingReason{Reason: lifecycle.ErrPostStartHook.Error(), Message: msg})
+		if kerr := m.killContainer(ctx, pod, id, spec.Name, spec, "FailedPostStartHook", ReasonFailedPostStartHook, nil); kerr != nil {
+			loggerFrom(ctx).Warn("cannot kill container after its postStart hook failed", zap.String("container", spec.Name), zap.Error(kerr))
+		}
+		return err
+	}
+	loggerFrom(ctx).Info("started container", zap.String("container", spec.Name),
+		zap.String("containerID", created.GetContainerId()), zap.Int("restartCount", restartCount))
+	return nil
+}
+
+// ensureImageExists applies the container's pull policy and the image-pull
+// back-off, returning the image reference to run. Matches the kubelet's
+// imageManager.EnsureImageExists: Never needs the image present, IfNotPresent
+// pulls only when absent, Always pulls every time.
+func (m *Manager) ensureImageExists(ctx context.Context, pod *v1.Pod, spec *v1.Container, sbConfig *runtimeapi.PodSandboxConfig) (string, error) {
+	image := &runtimeapi.ImageSpec{Image: spec.Image}
+	present := ""
+	if spec.ImagePullPolicy != v1.PullAlways {
+		resp, err := m.images.ImageStatus(ctx, &runtimeapi.ImageStatusRequest{Image: image})
+		if err != nil {
+			m.setWaiting(pod.UID, spec.Name, &WaitingReason{Reason: "ErrImageInspect", Message: err.Error()})
+			return "", fmt.Errorf("inspect image %q: %w", spec.Image, err)
+		}
+		present = resp.GetImage().GetId()
+	}
+	rec := m.opts.Recorder
+	if present != "" {
+		rec.EventfContainer(pod, spec.Name, v1.EventTypeNormal, events.PulledImage, "Container image %q already present on machine", spec.Image)
+		return present, nil
+	}
+	if spec.ImagePullPolicy == v1.PullNever {
+		msg := fmt.Sprintf("Container image %q is not present with pull policy of Never", spec.Image)
+		m.setWaiting(pod.UID, spec.Name, &WaitingReason{Reason: ReasonErrImageNeverPull, Message: msg})
+		rec.EventfContainer(pod, spec.Name, v1.EventTypeWarning, events.ErrImageNeverPullPolicy, "%s", msg)
+		return "", errors.New(msg)
+	}
+	if msg, err := m.opts.ImagePull.CheckImagePull(pod.UID, spec.Image); err != nil {
+		m.setWaiting(pod.UID, spec.Name, &WaitingReason{Reason: err.Error(), Message: msg})
+		rec.EventfContainer(pod, spec.Name, v1.EventTypeNormal, events.BackOffPullImage, "%s", msg)
+		return "", err
+	}
+	rec.EventfContainer(pod, spec.Name, v1.EventTypeNormal, events.PullingImage, "Pulling image %q", spec.Image)
+	start := time.Now()
+	resp, err := m.images.PullImage(ctx, &runtimeapi.PullImageRequest{Image: image, SandboxConfig: sbConfig})
+	if err != nil {
+		msg, reason := m.opts.ImagePull.ImagePullFailed(pod.UID, spec.Image, err)
+		m.setWaiting(pod.UID, spec.Name, &WaitingReason{Reason: reason.Error(), Message: msg})
+		rec.EventfContainer(pod, spec.Name, v1.EventTypeWarning, events.FailedToPullImage, "Failed to pull image %q: %v", spec.Image, err)
+		return "", fmt.Errorf("%w: %s", backoff.ErrImagePull, msg)
+	}
+	rec.EventfContainer(pod, spec.Name, v1.EventTypeNormal, events.PulledImage, "Successfully pulled image %q in %s", spec.Image, time.Since(start).Round(time.Millisecond))
+	return resp.GetImageRef(), nil
+}
+
+// restartCountFromLogDir returns one more than the highest "<n>.log" in dir,
+// or 0. Matches the kubelet's calcRestartCountByLogDir.
+func restartCountFromLogDir(dir string) int {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return 0
+	}
+	count := 0
+	for _, e := range entries {
+		name := e.Name()
+		if filepath.Ext(name) != ".log" {
+			continue
+		}
+		n, err := strconv.Atoi(name[:len(name)-len(".log")])
+		if err == nil && n+1 > count {
+			count = n + 1
+		}
+	}
+	return count
+}
+
+// containerConfig completes the node options with the image's user (from
+// ImageStatus, as the kubelet's getImageUser) and builds the container's
+// config with generateContainerConfig.
+func (m *Manager) containerConfig(ctx context.Context, pod *v1.Pod, spec *v1.Container, restartCount int, imageRef string, podIPs []string, podStatus *container.PodStatus) (*runtimeapi.ContainerConfig, error) {
+	opts := m.opts.Container
+	resp, err := m.images.ImageStatus(ctx, &runtimeapi.ImageStatusRequest{Image: &runtimeapi.ImageSpec{Image: imageRef}})
+	if err != nil {
+		return nil, fmt.Errorf("inspect image %q: %w", imageRef, err)
+	}
+	if uid := resp.GetImage().GetUid(); uid != nil {
+		v := uid.GetValue()
+		opts.ImageUID = &v
+	}
+	opts.ImageUsername = resp.GetImage().GetUsername()
+	if isEphemeral(pod, spec.Name) {
+		for i := range pod.Spec.EphemeralContainers {
+			ec := &pod.Spec.EphemeralContainers[i]
+			if ec.Name != spec.Name || ec.TargetContainerName == "" {
+				continue
+			}
+			if cs := podStatus.FindContainerStatusByName(ec.TargetContainerName); cs != nil {
+				opts.TargetContainerID = cs.ID.ID
+			}
+		}
+	}
+	return generateContainerConfig(ctx, pod, spec, restartCount, podIPs, imageRef, opts)
+}
+
+func isEphemeral(pod *v1.Pod, name string) bool {
+	for i := range pod.Spec.EphemeralContainers {
+		if pod.Spec.EphemeralContainers[i].Name == name {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,134 @@
+// Package server serves splitlet-sync's PodService with Connect, so the same
+// port answers gRPC, gRPC-Web and Connect's JSON (curl works). One file per
+// RPC; errors from the layers below are errdefs sentinels (or CRI gRPC
+// statuses) and become Connect codes here only (toConnectError).
+//
+//	srv := server.New(apiSource, podManager, recorder, criClient)
+//	path, handler := podv1connect.NewPodServiceHandler(srv)
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"connectrpc.com/connect"
+	"github.com/containerd/errdefs"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/structpb"
+	v1 "k8s.io/api/core/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/splitlet/splitlet/proto/splitlet/pod/v1/podv1connect"
+	"github.com/splitlet/splitlet/services/sync/internal/podmanager"
+	"github.com/splitlet/splitlet/services/sync/internal/source"
+)
+
+// PodSource is the writable pod source behind Apply and Delete
+// (*source.APISource). Errors wrap errdefs sentinels: ErrInvalidArgument for
+// a bad manifest, ErrNotFound for an unknown pod, ErrConflict for a pod being
+// deleted.
+type PodSource interface {
+	Apply(ctx context.Context, data []byte, dryRun bool) ([]source.AppliedPod, error)
+	Delete(ctx context.Context, namespace, name string, gracePeriod *int64) (*v1.Pod, error)
+}
+
+var _ PodSource = (*source.APISource)(nil)
+
+// PodLister reads the pods of every source with their status
+// (*podmanager.Manager).
+type PodLister interface {
+	GetPodByFullName(namespace, name string) *v1.Pod
+	GetPodsWithStatus() []*v1.Pod
+	Subscribe(buffer int) (<-chan podmanager.Event, func())
+}
+
+var _ PodLister = (*podmanager.Manager)(nil)
+
+// Server implements podv1connect.PodServiceHandler.
+type Server struct {
+	source  PodSource
+	pods    PodLister
+	events  EventLister
+	runtime runtimeapi.RuntimeServiceClient
+}
+
+var _ podv1connect.PodServiceHandler = (*Server)(nil)
+
+// New returns the PodService over src, pods, the recorded events and the
+// runtime (for logs and exec).
+func New(src PodSource, pods PodLister, evs EventLister, rt runtimeapi.RuntimeServiceClient) *Server {
+	return &Server{source: src, pods: pods, events: evs, runtime: rt}
+}
+
+// toConnectError is the one place errors become Connect codes.
+func toConnectError(err error) error {
+	if err == nil {
+		return nil
+	}
+	var ce *connect.Error
+	if errors.As(err, &ce) {
+		return err
+	}
+	code := connect.CodeInternal
+	switch {
+	case errdefs.IsInvalidArgument(err):
+		code = connect.CodeInvalidArgument
+	case errdefs.IsNotFound(err):
+		code = connect.CodeNotFound
+	case errdefs.IsConflict(err), errdefs.IsFailedPrecondition(err):
+		code = connect.CodeFailedPrecondition
+	case errdefs.IsAlreadyExists(err):
+		code = connect.CodeAlreadyExists
+	case errdefs.IsUnavailable(err):
+		code = connect.CodeUnavailable
+	case errdefs.IsNotImplemented(err):
+		code = connect.CodeUnimplemented
+	case errors.Is(err, context.Canceled):
+		code = connect.CodeCanceled
+	case errors.Is(err, context.DeadlineExceeded):
+		code = connect.CodeDeadlineExceeded
+	default:
+		// A CRI error keeps the runtime's code.
+		if st, ok := status.FromError(errors.Unwrap(err)); ok && st.Code() != 0 {
+			code = connect.Code(st.Code())
+		} else if st, ok := status.FromError(err); ok && st.Code() != 0 {
+			code = connect.Code(st.Code())
+		}
+	}
+	return connect.NewError(code, err)
+}
+
+// podToStruct renders a pod as the Struct of its core/v1 JSON, so every
+// field survives and JSON clients see exactly the Kubernetes object.
+func podToStruct(pod *v1.Pod) (*structpb.Struct, error) {
+	if pod.APIVersion == "" {
+		pod = pod.DeepCopy()
+		pod.APIVersion, pod.Kind = "v1", "Pod"
+	}
+	raw, err := json.Marshal(pod)
+	if err != nil {
+		return nil, fmt.Errorf("encode pod: %w", err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return nil, fmt.Errorf("encode pod: %w", err)
+	}
+	return structpb.NewStruct(m)
+}
+
+// getPod finds a pod of any source, or returns a NotFound error.
+func (s *Server) getPod(namespace, name string) (*v1.Pod, error) {
+	if namespace == "" {
+		namespace = "default"
+	}
+	if name == "" {
+		return nil, fmt.Errorf("name: Required value: %w", errdefs.ErrInvalidArgument)
+	}
+	pod := s.pods.GetPodByFullName(namespace, name)
+	if pod == nil {
+		return nil, fmt.Errorf("pod %s/%s: %w", namespace, name, errdefs.ErrNotFound)
+	}
+	return pod, nil
+}

@@ -1,0 +1,77 @@
+package syncloop
+
+import (
+	"context"
+
+	"go.uber.org/zap"
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/splitlet/splitlet/services/sync/internal/kuberuntime"
+	"github.com/splitlet/splitlet/services/sync/internal/logctx"
+	"github.com/splitlet/splitlet/services/sync/internal/worker"
+)
+
+// HandlePodCleanups is housekeeping, run once every source has reported:
+//   - workers of pods no source has any more are forgotten once finished,
+//     and their sandboxes and containers removed from the runtime;
+//   - pods the runtime has (by the io.kubernetes.pod.uid label) that sync
+//     created (kuberuntime.ManagedByAnnotation on a sandbox), that no source
+//     knows and no worker handles are orphans: a worker is started to kill
+//     them, with each container's recorded grace period; a kubelet's pods on
+//     the same runtime are never touched;
+//   - dead containers beyond the newest of each container are removed
+//     (kuberuntime's GarbageCollect) and back-off tables garbage-collected.
+//
+// Matches the kubelet's HandlePodCleanups (SyncKnownPods, orphan kills) plus
+// the removal its container garbage collector does later.
+func (k *Kubelet) HandlePodCleanups(ctx context.Context) {
+	ctx = kuberuntime.WithLogger(ctx, logctx.From(ctx))
+	log := logctx.From(ctx)
+	desired := map[types.UID]bool{}
+	probed := map[types.UID]struct{}{}
+	for _, p := range k.podManager.GetPods() {
+		desired[p.UID] = true
+		if !k.workers.IsPodTerminationRequested(p.UID) {
+			probed[p.UID] = struct{}{}
+		}
+	}
+	if k.opts.Prober != nil {
+		k.opts.Prober.CleanupPods(probed)
+	}
+	for _, uid := range k.workers.Known() {
+		if desired[uid] || !k.workers.Forget(uid) {
+			continue
+		}
+		if err := k.runtime.RemovePod(ctx, uid); err != nil {
+			log.Warn("cannot remove the runtime leftovers of a removed pod", zap.String("podUID", string(uid)), zap.Error(err))
+		}
+		k.runtime.ForgetPod(uid)
+		log.Info("pod removed", zap.String("podUID", string(uid)))
+	}
+
+	running, err := k.runtime.GetPods(ctx)
+	if err != nil {
+		log.Warn("housekeeping: cannot list runtime pods", zap.Error(err))
+		return
+	}
+	for uid, rp := range running {
+		if desired[uid] || k.workers.IsKnown(uid) {
+			continue
+		}
+		if !rp.Managed {
+			// Not created by sync (a kubelet's, or sandbox gone): leave it.
+			continue
+		}
+		log.Info("killing orphaned pod", zap.String("pod", rp.Namespace+"/"+rp.Name), zap.String("podUID", string(uid)))
+		// A pod known only from labels: no spec, so the kill uses each
+		// container's recorded grace period.
+		orphan := &v1.Pod{ObjectMeta: metav1.ObjectMeta{UID: uid, Name: rp.Name, Namespace: rp.Namespace}}
+		k.workers.UpdatePod(worker.UpdatePodOptions{UpdateType: worker.SyncPodKill, Pod: orphan})
+	}
+	if err := k.runtime.GarbageCollect(ctx); err != nil {
+		log.Warn("housekeeping: container garbage collection failed", zap.Error(err))
+	}
+	k.runtime.GC()
+}

@@ -1,0 +1,237 @@
+// Package syncloop is the heart of splitlet-sync: the kubelet's syncLoop
+// (pkg/kubelet/kubelet.go) rebuilt. It reads merged pod updates from the
+// sources (HandlePodAdditions, HandlePodUpdates, HandlePodRemoves, ...),
+// wakes pod workers on runtime lifecycle events (pleg.go), and runs
+// housekeeping (HandlePodCleanups), while the pod workers call back into
+// SyncPod, SyncTerminatingPod and SyncTerminatedPod (sync.go), which drive
+// the runtime through kuberuntime and publish the pod's status.
+//
+// Usage sketch:
+//
+//	k := syncloop.New(syncloop.Options{...}, podConfig, podManager, runtimeManager, criClient)
+//	err := k.Run(ctx) // until ctx ends
+package syncloop
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/splitlet/splitlet/services/sync/internal/container"
+	"github.com/splitlet/splitlet/services/sync/internal/events"
+	"github.com/splitlet/splitlet/services/sync/internal/kuberuntime"
+	"github.com/splitlet/splitlet/services/sync/internal/logctx"
+	"github.com/splitlet/splitlet/services/sync/internal/podmanager"
+	"github.com/splitlet/splitlet/services/sync/internal/prober"
+	"github.com/splitlet/splitlet/services/sync/internal/source"
+	"github.com/splitlet/splitlet/services/sync/internal/worker"
+)
+
+// Runtime is what the sync loop needs of kuberuntime.Manager.
+type Runtime interface {
+	GetPodStatus(ctx context.Context, uid types.UID, name, namespace string) (*container.PodStatus, error)
+	SyncPod(ctx context.Context, pod *v1.Pod, podStatus *container.PodStatus, probes kuberuntime.ProbeResults) error
+	KillPod(ctx context.Context, pod *v1.Pod, uid types.UID, gracePeriodOverride *int64) error
+	RemovePod(ctx context.Context, uid types.UID) error
+	GetPods(ctx context.Context) (map[types.UID]*kuberuntime.RunningPod, error)
+	GarbageCollect(ctx context.Context) error
+	ContainerWaiting(uid types.UID, name string) (kuberuntime.WaitingReason, bool)
+	ForgetPod(uid types.UID)
+	GC()
+}
+
+var _ Runtime = (*kuberuntime.Manager)(nil)
+
+// Finalizer is told when a deleted pod has terminated, so its source can
+// forget it (the API source deletes it from the store). The kubelet's
+// status manager does this by deleting the pod from the API server.
+type Finalizer interface {
+	Finalize(ctx context.Context, namespace, name string, uid types.UID) error
+}
+
+// Options configure the sync loop.
+type Options struct {
+	// ResyncInterval is how long after a successful sync a pod is synced
+	// again without any event (the kubelet's --sync-frequency, 1 min; sync
+	// defaults to 10 s because its relist and events are cheaper than the
+	// kubelet's and a faster resync bounds the delay of back-off restarts).
+	ResyncInterval time.Duration
+	// BackOffPeriod is how long after a failed sync (including a restart
+	// refused by CrashLoopBackOff) the pod is retried (the kubelet's
+	// backOffPeriod, 10 s).
+	BackOffPeriod time.Duration
+	// RelistInterval is the PLEG relist period (the kubelet's 1 s).
+	RelistInterval time.Duration
+	// HousekeepingInterval is the cleanup period (the kubelet's 2 s).
+	HousekeepingInterval time.Duration
+	// HostIPs are the node's IPs for pod statuses.
+	HostIPs []string
+	// Admitter decides on new pods; nil admits all.
+	Admitter Admitter
+	// Finalizers by source name.
+	Finalizers map[string]Finalizer
+	// Metrics; nil creates unregistered ones.
+	Metrics *Metrics
+	// Recorder records pod events; nil records none.
+	Recorder Recorder
+	// Prober runs the pods' probes; nil runs none (every probe result is
+	// unknown, so containers count as started and ready).
+	Prober Prober
+}
+
+// Prober is the probe manager as the sync loop uses it (*prober.Manager):
+// pods are added on admission and removed when they terminate; liveness and
+// startup results feed computePodActions, readiness and startup results the
+// status; result changes arrive on the results managers' Updates channels,
+// which the sync loop drains.
+type Prober interface {
+	kuberuntime.ProbeResults
+	AddPod(pod *v1.Pod)
+	RemovePod(pod *v1.Pod)
+	CleanupPods(desired map[types.UID]struct{})
+	ReadinessResult(id container.ContainerID) (success, ok bool)
+	StartupResult(id container.ContainerID) (success, ok bool)
+	LivenessResults() *prober.ResultsManager
+	ReadinessResults() *prober.ResultsManager
+	StartupResults() *prober.ResultsManager
+}
+
+var _ Prober = (*prober.Manager)(nil)
+
+// Recorder is the event recorder the sync loop uses: it records events and
+// is told when a pod is gone (*events.Recorder).
+type Recorder interface {
+	events.EventRecorder
+	Forget(namespace, name string)
+}
+
+var _ Recorder = (*events.Recorder)(nil)
+
+// noRecorder drops every event.
+type noRecorder struct{}
+
+func (noRecorder) Event(*v1.Pod, string, string, string)                           {}
+func (noRecorder) Eventf(*v1.Pod, string, string, string, ...any)                  {}
+func (noRecorder) EventfContainer(*v1.Pod, string, string, string, string, ...any) {}
+func (noRecorder) Forget(string, string)                                           {}
+
+// Kubelet runs the sync loop. Its methods are safe for concurrent use.
+type Kubelet struct {
+	opts       Options
+	config     *source.PodConfig
+	podManager *podmanager.Manager
+	runtime    Runtime
+	pleg       *pleg
+	workers    *worker.PodWorkers
+
+	mu sync.Mutex
+	// firstSeen is when each pod was first seen, for the start duration
+	// metric; an entry is dropped once the pod has been seen running.
+	firstSeen map[types.UID]time.Time
+	// rejected pods were refused admission and have no worker.
+	rejected map[types.UID]bool
+}
+
+// New returns a sync loop reading config, keeping pods in podManager and
+// acting through rt; cri is the runtime client the PLEG lists with.
+func New(opts Options, config *source.PodConfig, podManager *podmanager.Manager, rt Runtime, cri runtimeapi.RuntimeServiceClient) *Kubelet {
+	if opts.Admitter == nil {
+		opts.Admitter = AlwaysAdmit{}
+	}
+	if opts.Metrics == nil {
+		opts.Metrics = NewMetrics(nil)
+	}
+	if opts.Recorder == nil {
+		opts.Recorder = noRecorder{}
+	}
+	if opts.RelistInterval <= 0 {
+		opts.RelistInterval = time.Second
+	}
+	if opts.HousekeepingInterval <= 0 {
+		opts.HousekeepingInterval = 2 * time.Second
+	}
+	if opts.ResyncInterval <= 0 {
+		opts.ResyncInterval = 10 * time.Second
+	}
+	if opts.BackOffPeriod <= 0 {
+		opts.BackOffPeriod = 10 * time.Second
+	}
+	return &Kubelet{
+		opts: opts, config: config, podManager: podManager, runtime: rt,
+		pleg:      newPLEG(cri, opts.RelistInterval, opts.Metrics),
+		firstSeen: map[types.UID]time.Time{},
+		rejected:  map[types.UID]bool{},
+	}
+}
+
+// Run starts the pod workers and the PLEG and runs the sync loop until ctx
+// ends, then waits for the workers to return.
+func (k *Kubelet) Run(ctx context.Context) error {
+	k.workers = worker.New(ctx, k, k.opts.ResyncInterval, k.opts.BackOffPeriod, func(t worker.UpdateType, d time.Duration) {
+		k.opts.Metrics.PodWorkerDuration.WithLabelValues(t.String()).Observe(d.Seconds())
+	})
+	go k.pleg.Run(ctx)
+	k.syncLoop(ctx)
+	k.workers.Wait()
+	return nil
+}
+
+// syncLoop is the kubelet's syncLoop / syncLoopIteration: config updates,
+// lifecycle events and housekeeping, one at a time. Periodic resyncs are
+// scheduled by the pod workers themselves (the kubelet's work queue).
+func (k *Kubelet) syncLoop(ctx context.Context) {
+	log := logctx.From(ctx)
+	housekeeping := time.NewTicker(k.opts.HousekeepingInterval)
+	defer housekeeping.Stop()
+	// Without a prober these stay nil and never fire.
+	var liveness, readiness, startup <-chan prober.Update
+	if k.opts.Prober != nil {
+		liveness = k.opts.Prober.LivenessResults().Updates()
+		readiness = k.opts.Prober.ReadinessResults().Updates()
+		startup = k.opts.Prober.StartupResults().Updates()
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case u := <-k.config.Updates():
+			log.Debug("pod update", zap.String("op", u.Op.String()), zap.String("source", u.Source), zap.Int("pods", len(u.Pods)))
+			switch u.Op {
+			case source.ADD:
+				k.HandlePodAdditions(ctx, u.Pods)
+			case source.UPDATE, source.DELETE:
+				// A DELETE is a graceful deletion: an update carrying the
+				// deletion timestamp, as in the kubelet.
+				k.HandlePodUpdates(ctx, u.Pods)
+			case source.REMOVE:
+				k.HandlePodRemoves(ctx, u.Pods)
+			case source.RECONCILE:
+				k.HandlePodReconcile(ctx, u.Pods)
+			}
+		case uid := <-k.pleg.Events():
+			if k.podManager.GetPodByUID(uid) != nil || k.workers.IsKnown(uid) {
+				k.workers.Wake(uid)
+			}
+		// A probe result change syncs the pod: a liveness or startup
+		// failure may kill the container, and readiness and startup show in
+		// the status the sync regenerates (the kubelet's handleProbeSync).
+		case u := <-liveness:
+			k.workers.Wake(u.PodUID)
+		case u := <-readiness:
+			k.workers.Wake(u.PodUID)
+		case u := <-startup:
+			k.workers.Wake(u.PodUID)
+		case <-housekeeping.C:
+			if !k.config.SeenAllSources() {
+				// A pod whose source has not spoken yet is not an orphan.
+				continue
+			}
+			k.HandlePodCleanups(ctx)
+		}
+	}
+}

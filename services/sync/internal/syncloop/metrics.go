@@ -1,0 +1,48 @@
+package syncloop
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Metrics are the kubelet's metrics sync can produce, under the kubelet's
+// names (pkg/kubelet/metrics), so dashboards built for the kubelet work.
+type Metrics struct {
+	PodStartDuration   prometheus.Histogram
+	PodWorkerDuration  *prometheus.HistogramVec
+	RunningPods        prometheus.Gauge
+	RunningContainers  *prometheus.GaugeVec
+	PLEGRelistDuration prometheus.Histogram
+}
+
+// NewMetrics creates the metrics and registers them with reg (when not nil).
+func NewMetrics(reg prometheus.Registerer) *Metrics {
+	m := &Metrics{
+		PodStartDuration: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Subsystem: "kubelet", Name: "pod_start_duration_seconds",
+			Help:    "Duration in seconds from sync seeing a pod for the first time to the pod starting to run",
+			Buckets: []float64{0.5, 1, 2, 3, 4, 5, 6, 8, 10, 20, 30, 45, 60, 120, 180, 240, 300, 360, 480, 600, 900, 1200, 1800, 2700, 3600},
+		}),
+		PodWorkerDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Subsystem: "kubelet", Name: "pod_worker_duration_seconds",
+			Help:    "Duration in seconds to sync a single pod. Broken down by operation type: create, update, or sync",
+			Buckets: prometheus.DefBuckets,
+		}, []string{"operation_type"}),
+		RunningPods: prometheus.NewGauge(prometheus.GaugeOpts{
+			Subsystem: "kubelet", Name: "running_pods",
+			Help: "Number of pods that have a running pod sandbox",
+		}),
+		RunningContainers: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Subsystem: "kubelet", Name: "running_containers",
+			Help: "Number of containers currently running",
+		}, []string{"container_state"}),
+		PLEGRelistDuration: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Subsystem: "kubelet", Name: "pleg_relist_duration_seconds",
+			Help:    "Duration in seconds for relisting pods in PLEG.",
+			Buckets: prometheus.DefBuckets,
+		}),
+	}
+	if reg != nil {
+		reg.MustRegister(m.PodStartDuration, m.PodWorkerDuration, m.RunningPods, m.RunningContainers, m.PLEGRelistDuration)
+	}
+	return m
+}

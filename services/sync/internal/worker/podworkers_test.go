@@ -1,0 +1,196 @@
+package worker
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// fakeHandler records the calls; SyncPod blocks on gate when set.
+type fakeHandler struct {
+	mu         sync.Mutex
+	calls      []string
+	images     []string
+	graces     []*int64
+	gate       chan struct{}
+	terminal   bool
+	termBlocks bool
+	terminated chan struct{}
+}
+
+var _ SyncHandler = (*fakeHandler)(nil)
+
+func (f *fakeHandler) SyncPod(ctx context.Context, t UpdateType, pod *v1.Pod) (bool, error) {
+	f.mu.Lock()
+	f.calls = append(f.calls, "sync:"+t.String())
+	f.images = append(f.images, pod.Spec.Containers[0].Image)
+	gate, terminal := f.gate, f.terminal
+	f.mu.Unlock()
+	if gate != nil {
+		<-gate
+	}
+	return terminal, nil
+}
+
+func (f *fakeHandler) SyncTerminatingPod(ctx context.Context, pod *v1.Pod, grace *int64) error {
+	f.mu.Lock()
+	f.calls = append(f.calls, "terminating")
+	f.graces = append(f.graces, grace)
+	blocks := f.termBlocks
+	f.termBlocks = false
+	f.mu.Unlock()
+	if blocks {
+		<-ctx.Done() // a long grace period, interrupted
+		return ctx.Err()
+	}
+	return nil
+}
+
+func (f *fakeHandler) SyncTerminatedPod(ctx context.Context, pod *v1.Pod) error {
+	f.mu.Lock()
+	f.calls = append(f.calls, "terminated")
+	f.mu.Unlock()
+	close(f.terminated)
+	return nil
+}
+
+func (f *fakeHandler) snapshot() ([]string, []string, []*int64) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]string{}, f.calls...), append([]string{}, f.images...), append([]*int64{}, f.graces...)
+}
+
+func pod(image string) *v1.Pod {
+	return &v1.Pod{
+		ObjectMeta: metav1.ObjectMeta{UID: "u1", Name: "p", Namespace: "default"},
+		Spec:       v1.PodSpec{Containers: []v1.Container{{Name: "c", Image: image}}},
+	}
+}
+
+func waitClosed(t *testing.T, ch chan struct{}, what string) {
+	t.Helper()
+	select {
+	case <-ch:
+	case <-time.After(5 * time.Second):
+		t.Fatalf("timed out waiting for %s", what)
+	}
+}
+
+func int64p(v int64) *int64 { return &v }
+
+func TestUpdatesCoalesce(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	release := make(chan struct{})
+	h := &fakeHandler{gate: release, terminated: make(chan struct{})}
+	w := New(ctx, h, time.Hour, time.Hour, nil)
+	w.UpdatePod(UpdatePodOptions{UpdateType: SyncPodCreate, Pod: pod("v1")})
+	// Wait for the first sync to be in progress, then queue two updates.
+	deadline := time.Now().Add(5 * time.Second)
+	for calls, _, _ := h.snapshot(); len(calls) == 0; calls, _, _ = h.snapshot() {
+		if time.Now().After(deadline) {
+			t.Fatal("first sync never started")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	w.UpdatePod(UpdatePodOptions{UpdateType: SyncPodUpdate, Pod: pod("v2")})
+	w.UpdatePod(UpdatePodOptions{UpdateType: SyncPodUpdate, Pod: pod("v3")})
+	h.mu.Lock()
+	h.gate = nil
+	h.mu.Unlock()
+	close(release)
+	time.Sleep(200 * time.Millisecond)
+	calls, images, _ := h.snapshot()
+	if len(images) != 2 || images[0] != "v1" || images[1] != "v3" {
+		t.Errorf("synced images %v (calls %v), want [v1 v3]: v2 replaced by the newer pending v3", images, calls)
+	}
+}
+
+func TestTerminalPodTerminatesOnce(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	h := &fakeHandler{terminal: true, terminated: make(chan struct{})}
+	w := New(ctx, h, 10*time.Millisecond, 10*time.Millisecond, nil)
+	w.UpdatePod(UpdatePodOptions{UpdateType: SyncPodCreate, Pod: pod("v1")})
+	waitClosed(t, h.terminated, "terminated")
+	time.Sleep(100 * time.Millisecond)
+	w.UpdatePod(UpdatePodOptions{UpdateType: SyncPodUpdate, Pod: pod("v2")})
+	time.Sleep(50 * time.Millisecond)
+	calls, _, _ := h.snapshot()
+	want := []string{"sync:create", "terminating", "terminated"}
+	if len(calls) != len(want) {
+		t.Fatalf("calls = %v, want %v (no resync or update after the worker finished)", calls, want)
+	}
+	for i := range want {
+		if calls[i] != want[i] {
+			t.Fatalf("calls = %v, want %v", calls, want)
+		}
+	}
+	if !w.IsPodKnownTerminated("u1") || !w.Forget("u1") || w.IsKnown("u1") {
+		t.Errorf("finished worker: terminated %v, still known after Forget %v", w.IsPodKnownTerminated("u1"), w.IsKnown("u1"))
+	}
+}
+
+func TestGracePeriodOnlyShrinks(t *testing.T) {
+	for _, tc := range []struct {
+		desc      string
+		first     int64
+		second    int64
+		wantGrace []int64
+	}{
+		{desc: "a shorter grace interrupts and restarts the termination", first: 30, second: 1, wantGrace: []int64{30, 1}},
+		{desc: "a longer grace is ignored", first: 5, second: 30, wantGrace: []int64{5}},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			h := &fakeHandler{termBlocks: true, terminated: make(chan struct{})}
+			w := New(ctx, h, time.Hour, time.Hour, nil)
+			w.UpdatePod(UpdatePodOptions{UpdateType: SyncPodKill, Pod: pod("v1"),
+				KillPodOptions: &KillPodOptions{PodTerminationGracePeriodSecondsOverride: int64p(tc.first)}})
+			time.Sleep(100 * time.Millisecond)
+			if !w.IsPodTerminationRequested("u1") {
+				t.Fatal("kill did not request termination")
+			}
+			w.UpdatePod(UpdatePodOptions{UpdateType: SyncPodKill, Pod: pod("v1"),
+				KillPodOptions: &KillPodOptions{PodTerminationGracePeriodSecondsOverride: int64p(tc.second)}})
+			if len(tc.wantGrace) == 1 {
+				// Nothing interrupts the blocked termination: end it.
+				time.Sleep(100 * time.Millisecond)
+				cancel()
+				w.Wait()
+			} else {
+				waitClosed(t, h.terminated, "terminated")
+			}
+			_, _, graces := h.snapshot()
+			var got []int64
+			for _, g := range graces {
+				got = append(got, *g)
+			}
+			if len(got) != len(tc.wantGrace) || got[0] != tc.wantGrace[0] || got[len(got)-1] != tc.wantGrace[len(tc.wantGrace)-1] {
+				t.Errorf("termination grace periods = %v, want %v", got, tc.wantGrace)
+			}
+		})
+	}
+}
+
+func TestDeletionTimestampStartsTermination(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	h := &fakeHandler{terminated: make(chan struct{})}
+	w := New(ctx, h, time.Hour, time.Hour, nil)
+	p := pod("v1")
+	now := metav1.Now()
+	p.DeletionTimestamp = &now
+	p.DeletionGracePeriodSeconds = int64p(7)
+	w.UpdatePod(UpdatePodOptions{UpdateType: SyncPodUpdate, Pod: p})
+	waitClosed(t, h.terminated, "terminated")
+	calls, _, graces := h.snapshot()
+	if calls[0] != "terminating" || *graces[0] != 7 {
+		t.Errorf("calls %v grace %v, want termination first with the deletion grace 7", calls, *graces[0])
+	}
+}
