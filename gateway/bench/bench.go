@@ -14,8 +14,15 @@
 //	cd gateway && go test -run '^$' -bench . -benchtime 20000x ./bench/
 //
 // BenchmarkContainerd compares a client of containerd's socket with the
-// gateway's cri backend in front of it; it runs only when
-// SPLITLET_CONTAINERD_ENDPOINT names the socket.
+// gateway's cri backend in front of it, with the gateway both in the
+// benchmark's process and in a process of its own (as deployed); it runs only
+// when SPLITLET_CONTAINERD_ENDPOINT names the socket:
+//
+//	SPLITLET_CONTAINERD_ENDPOINT=unix:///run/containerd/containerd.sock \
+//	  go test -run '^$' -bench Containerd -benchtime 5000x -count 3 ./bench/
+//
+// SPLITLET_BENCH_GATEWAY_GOMAXPROCS and SPLITLET_BENCH_GATEWAY_GOGC set
+// GOMAXPROCS and GOGC for the gateway process alone.
 package bench
 
 import (

@@ -1,11 +1,16 @@
 package bench
 
 import (
+	"bufio"
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -159,7 +164,18 @@ func BenchmarkListContainers100(b *testing.B) {
 
 // BenchmarkContainerd measures the gateway in front of a real containerd:
 // a client of containerd's own socket against a client of the gateway with
-// the cri backend. Version and ListPodSandbox need no fixture in containerd.
+// the cri backend, three ways:
+//
+//	direct           the client talks to containerd's socket
+//	gateway          the gateway's server runs in the benchmark's process
+//	gateway-process  the gateway runs as a process of its own (this test
+//	                 binary re-executed, see TestMain), as in production,
+//	                 where its goroutines do not share a Go runtime with
+//	                 the client's
+//
+// The in-process gateway also reports backend-p50-ns, the median of its cri
+// backend's call to containerd: p50-ns minus it is the gateway's own hop.
+// Version and ListPodSandbox need no fixture in containerd.
 func BenchmarkContainerd(b *testing.B) {
 	endpoint := os.Getenv("SPLITLET_CONTAINERD_ENDPOINT")
 	if endpoint == "" {
@@ -171,6 +187,7 @@ func BenchmarkContainerd(b *testing.B) {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { rt.Close() })
+	timed := &timedRuntime{Runtime: rt}
 	conn, err := grpc.NewClient(endpoint, grpc.WithTransportCredentials(insecure.NewCredentials()),
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(16<<20)))
 	if err != nil {
@@ -178,20 +195,177 @@ func BenchmarkContainerd(b *testing.B) {
 	}
 	b.Cleanup(func() { conn.Close() })
 	clients := []struct {
-		name string
-		c    runtimeapi.RuntimeServiceClient
+		name  string
+		c     runtimeapi.RuntimeServiceClient
+		timed *timedRuntime // the backend calls to report, or nil
 	}{
-		{"direct", runtimeapi.NewRuntimeServiceClient(conn)},
-		{"gateway", gatewayServer(b, rt)},
+		{"direct", runtimeapi.NewRuntimeServiceClient(conn), nil},
+		{"gateway", gatewayServer(b, timed), timed},
+		{"gateway-process", gatewayProcess(b, endpoint), nil},
 	}
-	for _, cl := range clients {
-		b.Run("Version/"+cl.name, func(b *testing.B) {
-			Measure(b, func() error { _, err := cl.c.Version(ctx, &runtimeapi.VersionRequest{}); return err })
-		})
-		b.Run("ListPodSandbox/"+cl.name, func(b *testing.B) {
-			Measure(b, func() error { _, err := cl.c.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{}); return err })
-		})
+	calls := []struct {
+		name string
+		call func(runtimeapi.RuntimeServiceClient) error
+	}{
+		{"Version", func(c runtimeapi.RuntimeServiceClient) error {
+			_, err := c.Version(ctx, &runtimeapi.VersionRequest{})
+			return err
+		}},
+		{"ListPodSandbox", func(c runtimeapi.RuntimeServiceClient) error {
+			_, err := c.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{})
+			return err
+		}},
 	}
+	// Each call runs against every client in turn, so the three figures of a
+	// call are taken close together under the same machine load.
+	for _, call := range calls {
+		for _, cl := range clients {
+			b.Run(call.name+"/"+cl.name, func(b *testing.B) {
+				if cl.timed != nil {
+					cl.timed.reset()
+				}
+				Measure(b, func() error { return call.call(cl.c) })
+				if cl.timed != nil {
+					cl.timed.report(b)
+				}
+			})
+		}
+	}
+}
+
+// timedRuntime is the cri backend with the duration of its Version and
+// ListPodSandbox calls to the runtime recorded.
+type timedRuntime struct {
+	*cri.Runtime
+	mu  sync.Mutex
+	lat Latencies
+}
+
+func (t *timedRuntime) Version(ctx context.Context, req *runtimeapi.VersionRequest) (*runtimeapi.VersionResponse, error) {
+	defer t.record(time.Now())
+	return t.Runtime.Version(ctx, req)
+}
+
+func (t *timedRuntime) ListPodSandbox(ctx context.Context, req *runtimeapi.ListPodSandboxRequest) (*runtimeapi.ListPodSandboxResponse, error) {
+	defer t.record(time.Now())
+	return t.Runtime.ListPodSandbox(ctx, req)
+}
+
+func (t *timedRuntime) record(start time.Time) {
+	d := time.Since(start)
+	t.mu.Lock()
+	t.lat = append(t.lat, d)
+	t.mu.Unlock()
+}
+
+func (t *timedRuntime) reset() {
+	t.mu.Lock()
+	t.lat = t.lat[:0]
+	t.mu.Unlock()
+}
+
+// report adds backend-p50-ns, the median backend call, to b's results.
+func (t *timedRuntime) report(b *testing.B) {
+	t.mu.Lock()
+	s := slices.Clone(t.lat)
+	t.mu.Unlock()
+	if len(s) == 0 {
+		return
+	}
+	slices.Sort(s)
+	b.ReportMetric(float64(percentile(s, 50)), "backend-p50-ns")
+}
+
+// childEnv names, in a re-executed test binary, the runtime endpoint and the
+// socket of the gateway it is to run instead of tests (see TestMain).
+const (
+	childEndpointEnv = "SPLITLET_BENCH_GATEWAY_ENDPOINT"
+	childSocketEnv   = "SPLITLET_BENCH_GATEWAY_SOCKET"
+)
+
+// TestMain runs a gateway with the cri backend instead of the tests when the
+// binary was re-executed by gatewayProcess.
+func TestMain(m *testing.M) {
+	if endpoint := os.Getenv(childEndpointEnv); endpoint != "" {
+		if err := runGatewayChild(endpoint, os.Getenv(childSocketEnv)); err != nil {
+			fmt.Fprintln(os.Stderr, "gateway child:", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// runGatewayChild serves the gateway, configured as gatewayServer does, until
+// its standard input closes: the parent holds the other end, so the child
+// also ends if the benchmark dies.
+func runGatewayChild(endpoint, socket string) error {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	rt, err := cri.New(ctx, endpoint, cri.Options{ConnectTimeout: 5 * time.Second})
+	if err != nil {
+		return err
+	}
+	defer rt.Close()
+	srv, err := server.New(server.Config{
+		SocketPath:     socket,
+		DefaultTimeout: server.DefaultRequestTimeout,
+		Policy:         policy.DefaultConfig(),
+	}, rt)
+	if err != nil {
+		return err
+	}
+	go func() {
+		io.Copy(io.Discard, os.Stdin)
+		cancel()
+	}()
+	fmt.Println("ready") // the socket exists once server.New returns
+	return srv.Serve(ctx)
+}
+
+// gatewayProcess starts the gateway in front of endpoint as a child process
+// and returns a client of its socket.
+func gatewayProcess(b *testing.B, endpoint string) runtimeapi.RuntimeServiceClient {
+	b.Helper()
+	path := socketPath(b)
+	cmd := exec.Command(os.Args[0])
+	cmd.Env = append(os.Environ(), childEndpointEnv+"="+endpoint, childSocketEnv+"="+path)
+	// SPLITLET_BENCH_GATEWAY_GOMAXPROCS and _GOGC tune the child's Go
+	// runtime alone, to compare settings for the gateway process without
+	// changing the client's.
+	for _, v := range []string{"GOMAXPROCS", "GOGC"} {
+		if val := os.Getenv("SPLITLET_BENCH_GATEWAY_" + v); val != "" {
+			cmd.Env = append(cmd.Env, v+"="+val)
+		}
+	}
+	cmd.Stderr = os.Stderr
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() {
+		stdin.Close() // the child shuts down gracefully
+		done := make(chan struct{})
+		go func() { cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(15 * time.Second):
+			cmd.Process.Kill()
+			<-done
+		}
+	})
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	if err != nil || line != "ready\n" {
+		b.Fatalf("gateway child did not start (%q, %v)", line, err)
+	}
+	return dial(b, path)
 }
 
 func TestPercentile(t *testing.T) {

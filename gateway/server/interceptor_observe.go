@@ -31,38 +31,36 @@ func operation(fullMethod string) string {
 // below a logger that names the method. It sits outside error conversion so
 // it sees the final gRPC code.
 func (s *Server) observeUnary(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
-	op := operation(info.FullMethod)
-	log := s.log.With(zap.String("method", op))
+	m := s.method(info.FullMethod)
 	start := time.Now()
-	resp, err := handler(logctx.With(ctx, log), req)
-	s.record(log, info.FullMethod, op, start, err)
+	resp, err := handler(logctx.With(ctx, m.log), req)
+	s.record(m, start, err)
 	return resp, err
 }
 
 func (s *Server) observeStream(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
-	op := operation(info.FullMethod)
-	log := s.log.With(zap.String("method", op))
+	m := s.method(info.FullMethod)
 	start := time.Now()
-	err := handler(srv, &ctxStream{ServerStream: ss, ctx: logctx.With(ss.Context(), log)})
-	s.record(log, info.FullMethod, op, start, err)
+	err := handler(srv, &ctxStream{ServerStream: ss, ctx: logctx.With(ss.Context(), m.log)})
+	s.record(m, start, err)
 	return err
 }
 
 // record logs successes at debug (a busy node makes thousands of CRI calls a
 // minute) and failures at warn, with method, code and duration. Only CRI calls
 // count as runtime operations in the metrics: health probes and fake control
-// calls would blur them.
-func (s *Server) record(log *zap.Logger, fullMethod, op string, start time.Time, err error) {
+// calls would blur them. The fields are built only when the level is enabled.
+func (s *Server) record(m *method, start time.Time, err error) {
 	d := time.Since(start)
 	code := status.Code(err)
-	if strings.HasPrefix(fullMethod, criMethodPrefix) {
-		s.metrics.observe(op, code, d)
+	if m.cri {
+		s.metrics.observe(m, code, d)
 	}
 	level := zapcore.DebugLevel
 	if code != codes.OK {
 		level = zapcore.WarnLevel
 	}
-	if ce := log.Check(level, "CRI call"); ce != nil {
+	if ce := m.log.Check(level, "CRI call"); ce != nil {
 		fields := []zap.Field{zap.Stringer("code", code), zap.Duration("duration", d)}
 		if err != nil {
 			fields = append(fields, zap.Error(err))

@@ -47,12 +47,21 @@ func newMetrics() *metrics {
 	return m
 }
 
-func (m *metrics) observe(op string, code codes.Code, d time.Duration) {
-	m.operations.WithLabelValues(op, code.String()).Inc()
-	if code != codes.OK {
-		m.errors.WithLabelValues(op).Inc()
+// okCode is the code label of successful calls.
+var okCode = codes.OK.String()
+
+// observe counts one call of meth. Successes, nearly every call, use the
+// method's cached collectors; failures look their labels up.
+func (m *metrics) observe(meth *method, code codes.Code, d time.Duration) {
+	if code == codes.OK {
+		c := meth.okCollectors(m)
+		c.operations.Inc()
+		c.duration.Observe(d.Seconds())
+		return
 	}
-	m.duration.WithLabelValues(op).Observe(d.Seconds())
+	m.operations.WithLabelValues(meth.op, code.String()).Inc()
+	m.errors.WithLabelValues(meth.op).Inc()
+	m.duration.WithLabelValues(meth.op).Observe(d.Seconds())
 }
 
 // httpHandler serves /metrics from the server's registry and /healthz, which

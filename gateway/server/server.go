@@ -16,6 +16,11 @@
 //	-> policy (privileged, host namespaces, host paths; PermissionDenied)
 //	-> the backend.
 //
+// The HTTP/2 transport is tuned for latency on a local socket (fixed
+// flow-control windows, long-lived stream workers; see transport.go), and the
+// observe interceptors' per-method logger and metric collectors are built
+// once (methods.go): both are measured by BenchmarkContainerd in ../bench.
+//
 // Besides CRI the server registers the gRPC health service (SERVING for "" and
 // both CRI services; NOT_SERVING once shutdown starts) and, when the backend
 // can be scripted (it implements gatewayv1.FakeControlServiceServer), the fake
@@ -59,6 +64,7 @@ type Server struct {
 	log     *zap.Logger
 	policy  *policy.Policy
 	metrics *metrics
+	methods map[string]*method // per-RPC observe state; read-only after New
 	health  *health.Server
 	serving atomic.Bool
 
@@ -129,14 +135,14 @@ func New(cfg Config, rt backend.Runtime, opts ...Option) (_ *Server, retErr erro
 		}
 	}()
 
-	base := []grpc.ServerOption{
+	base := append(transportOptions(),
 		grpc.MaxRecvMsgSize(maxMsgSize),
 		grpc.MaxSendMsgSize(maxMsgSize),
 		grpc.ChainUnaryInterceptor(s.recoverUnary, s.observeUnary, s.convertErrorsUnary,
 			s.deadlineUnary, s.validateUnary, s.policyUnary),
 		grpc.ChainStreamInterceptor(s.recoverStream, s.observeStream, s.convertErrorsStream,
 			s.streamLifetime),
-	}
+	)
 	base = append(base, o.grpcOpts...)
 
 	if cfg.SocketPath != "" {
@@ -186,6 +192,7 @@ func New(cfg Config, rt backend.Runtime, opts ...Option) (_ *Server, retErr erro
 			gatewayv1.RegisterFakeControlServiceServer(gs, ctl)
 		}
 	}
+	s.indexMethods(s.grpcServers[0]) // every server serves the same services
 	for _, name := range []string{"",
 		runtimeapi.RuntimeService_ServiceDesc.ServiceName,
 		runtimeapi.ImageService_ServiceDesc.ServiceName} {
