@@ -6,6 +6,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 
 	pluginv1 "github.com/splitlet/splitlet/proto/splitlet/admission/plugin/v1"
+	"github.com/splitlet/splitlet/services/admission/internal/gencache"
 )
 
 // The active pods change little between two admissions, and encoding and
@@ -14,46 +15,32 @@ import (
 // 110). Both sides therefore keep the last generation of work.
 
 // cacheGeneration bounds each generation of a cache; with two generations
-// kept, at most twice this many pods are held. It is well above the
-// kubelet's default of 110 pods per node.
-const cacheGeneration = 1024
+// kept, at most twice this many pods are held.
+const cacheGeneration = gencache.DefaultLimit
 
 // decodeCache maps a pod's encoding to its decoded form. It is keyed by
 // content, so a hit is always exact; the decoded pods are shared between
 // calls, which is why plugins must not mutate a Request.
 type decodeCache struct {
-	mu        sync.Mutex
-	cur, prev map[string]*v1.Pod
+	mu   sync.Mutex
+	pods gencache.Cache[string, *v1.Pod]
 }
 
 func (c *decodeCache) decode(b []byte) (*v1.Pod, error) {
 	c.mu.Lock()
-	if p, ok := c.cur[string(b)]; ok {
-		c.mu.Unlock()
-		return p, nil
-	}
-	if p, ok := c.prev[string(b)]; ok {
-		c.putLocked(b, p)
-		c.mu.Unlock()
-		return p, nil
-	}
+	p, ok := gencache.GetBytes(&c.pods, b)
 	c.mu.Unlock()
-
-	p := &v1.Pod{}
+	if ok {
+		return p, nil
+	}
+	p = &v1.Pod{}
 	if err := p.Unmarshal(b); err != nil {
 		return nil, err
 	}
 	c.mu.Lock()
-	c.putLocked(b, p)
+	c.pods.Put(string(b), p)
 	c.mu.Unlock()
 	return p, nil
-}
-
-func (c *decodeCache) putLocked(b []byte, p *v1.Pod) {
-	if c.cur == nil || len(c.cur) >= cacheGeneration {
-		c.prev, c.cur = c.cur, make(map[string]*v1.Pod, len(c.cur))
-	}
-	c.cur[string(b)] = p
 }
 
 // encodeKey identifies a pod object the host has already encoded. The
@@ -65,6 +52,16 @@ type encodeKey struct {
 	resourceVersion string
 }
 
+// EncodingSource knows the Kubernetes protobuf encoding some pod objects
+// were decoded from, so they need not be encoded again: splitlet-admission
+// decodes the active pods of an AdmitRequest from bytes that are already
+// that encoding.
+type EncodingSource interface {
+	// Encoding returns the bytes pod was decoded from, and false for a pod
+	// it does not know. The bytes are shared and must not be changed.
+	Encoding(pod *v1.Pod) ([]byte, bool)
+}
+
 // Encoder encodes requests for the host, reusing the encoding of an active
 // pod object it encoded before. It relies on the convention the kubelet's
 // pod manager follows: a changed pod is a new object, never an in-place
@@ -72,24 +69,37 @@ type encodeKey struct {
 // place must use EncodeRequest instead. An Encoder is safe for concurrent
 // use; the zero value is ready.
 type Encoder struct {
-	mu        sync.Mutex
-	cur, prev map[encodeKey][]byte
+	// Source, when set, is asked first for the pod and every active pod;
+	// the pods it knows are not encoded (nor cached) here.
+	Source EncodingSource
+
+	mu   sync.Mutex
+	pods gencache.Cache[encodeKey, []byte]
 }
 
 // Encode is EncodeRequest with the active pods' encodings cached.
 func (e *Encoder) Encode(r *Request) (*pluginv1.AdmitRequest, error) {
-	return encodeRequest(r, e.encodePod)
-}
-
-func (e *Encoder) encodePod(p *v1.Pod) ([]byte, error) {
-	k := encodeKey{pod: p, uid: string(p.UID), resourceVersion: p.ResourceVersion}
-	e.mu.Lock()
-	b, ok := e.cur[k]
-	if !ok {
-		if b, ok = e.prev[k]; ok {
-			e.putLocked(k, b)
+	encodePod := (*v1.Pod).Marshal
+	if e.Source != nil {
+		encodePod = func(p *v1.Pod) ([]byte, error) {
+			if b, ok := e.Source.Encoding(p); ok {
+				return b, nil
+			}
+			return p.Marshal()
 		}
 	}
+	return encodeRequest(r, encodePod, e.encodeActive)
+}
+
+func (e *Encoder) encodeActive(p *v1.Pod) ([]byte, error) {
+	if e.Source != nil {
+		if b, ok := e.Source.Encoding(p); ok {
+			return b, nil
+		}
+	}
+	k := encodeKey{pod: p, uid: string(p.UID), resourceVersion: p.ResourceVersion}
+	e.mu.Lock()
+	b, ok := e.pods.Get(k)
 	e.mu.Unlock()
 	if ok {
 		return b, nil
@@ -99,14 +109,7 @@ func (e *Encoder) encodePod(p *v1.Pod) ([]byte, error) {
 		return nil, err
 	}
 	e.mu.Lock()
-	e.putLocked(k, b)
+	e.pods.Put(k, b)
 	e.mu.Unlock()
 	return b, nil
-}
-
-func (e *Encoder) putLocked(k encodeKey, b []byte) {
-	if e.cur == nil || len(e.cur) >= cacheGeneration {
-		e.prev, e.cur = e.cur, make(map[encodeKey][]byte, len(e.cur))
-	}
-	e.cur[k] = b
 }

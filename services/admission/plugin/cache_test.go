@@ -95,13 +95,70 @@ func TestCacheGenerationsBounded(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if n := len(c.cur) + len(c.prev); n > 2*cacheGeneration {
+	if n := c.pods.Len(); n > 2*cacheGeneration {
 		t.Fatalf("cache holds %d pods, want at most %d", n, 2*cacheGeneration)
 	}
-	if _, ok := c.cur[string(first)]; ok {
-		t.Error("oldest entry still in the current generation")
+	if c.pods.Contains(string(first)) {
+		t.Error("oldest entry still held")
 	}
-	if _, ok := c.prev[string(first)]; ok {
-		t.Error("oldest entry still in the previous generation")
+}
+
+// fakeSource knows the encodings of some pod objects. Its bytes are
+// deliberately not what Marshal would produce, so a test can tell they were
+// passed on rather than re-encoded.
+type fakeSource map[*v1.Pod][]byte
+
+var _ EncodingSource = fakeSource(nil)
+
+func (f fakeSource) Encoding(p *v1.Pod) ([]byte, bool) {
+	b, ok := f[p]
+	return b, ok
+}
+
+// TestEncoderSource checks that pods the source knows are sent with the
+// source's bytes as they are (the pod being admitted too), and that the
+// others are still encoded.
+func TestEncoderSource(t *testing.T) {
+	known, unknown, pod := cachePod("known", "1"), cachePod("unknown", "1"), cachePod("new", "")
+	src := fakeSource{known: []byte("bytes of known"), pod: []byte("bytes of new")}
+	for _, tc := range []struct {
+		desc       string
+		active     []*v1.Pod
+		wantActive [][]byte
+	}{
+		{desc: "known active pod is sent as the source has it", active: []*v1.Pod{known}, wantActive: [][]byte{src[known]}},
+		{desc: "unknown active pod is encoded", active: []*v1.Pod{unknown}, wantActive: [][]byte{mustMarshal(t, unknown)}},
+		{desc: "both in order", active: []*v1.Pod{unknown, known}, wantActive: [][]byte{mustMarshal(t, unknown), src[known]}},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			e := Encoder{Source: src}
+			in, err := e.Encode(&Request{Pod: pod, ActivePods: tc.active})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if &in.Pod[0] != &src[pod][0] {
+				t.Errorf("pod sent as %q, want the source's own bytes %q", in.Pod, src[pod])
+			}
+			if len(in.ActivePods) != len(tc.wantActive) {
+				t.Fatalf("%d active pods sent, want %d", len(in.ActivePods), len(tc.wantActive))
+			}
+			for i := range tc.wantActive {
+				if !bytes.Equal(in.ActivePods[i], tc.wantActive[i]) {
+					t.Errorf("active pod %d sent as %q, want %q", i, in.ActivePods[i], tc.wantActive[i])
+				}
+			}
+			if e.pods.Contains(encodeKey{pod: known, uid: string(known.UID), resourceVersion: known.ResourceVersion}) {
+				t.Error("a pod the source knows was cached by the encoder as well")
+			}
+		})
 	}
+}
+
+func mustMarshal(t *testing.T, p *v1.Pod) []byte {
+	t.Helper()
+	b, err := p.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }

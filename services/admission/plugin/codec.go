@@ -14,16 +14,16 @@ import (
 
 // EncodeRequest turns a Request into its wire form.
 func EncodeRequest(r *Request) (*pluginv1.AdmitRequest, error) {
-	return encodeRequest(r, (*v1.Pod).Marshal)
+	return encodeRequest(r, (*v1.Pod).Marshal, (*v1.Pod).Marshal)
 }
 
-func encodeRequest(r *Request, encodeActive func(*v1.Pod) ([]byte, error)) (*pluginv1.AdmitRequest, error) {
+func encodeRequest(r *Request, encodePod, encodeActive func(*v1.Pod) ([]byte, error)) (*pluginv1.AdmitRequest, error) {
 	if r == nil || r.Pod == nil {
 		return nil, fmt.Errorf("encode admit request: no pod")
 	}
 	out := &pluginv1.AdmitRequest{ActivePods: make([][]byte, len(r.ActivePods))}
 	var err error
-	if out.Pod, err = r.Pod.Marshal(); err != nil {
+	if out.Pod, err = encodePod(r.Pod); err != nil {
 		return nil, fmt.Errorf("encode pod %s/%s: %w", r.Pod.Namespace, r.Pod.Name, err)
 	}
 	for i, p := range r.ActivePods {

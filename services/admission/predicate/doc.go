@@ -19,4 +19,10 @@
 //
 // When a check fails, an optional lifecycle.AdmissionFailureHandler (the
 // critical-pod preemption) may turn the failure into a list of victims.
+//
+// What an active pod holds (its requests and host ports) is summarised in an
+// ActivePodInfo. A caller that sees the same active pod objects on every
+// admission, as splitlet-admission does with its cache of decoded pods,
+// supplies summaries computed once through Options.ActivePodInfos; the
+// decisions are the same either way.
 package predicate

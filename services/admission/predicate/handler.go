@@ -30,6 +30,9 @@ type Options struct {
 	// EnableTaintComparisonOperators lets Lt/Gt tolerations match taints,
 	// the kubelet's TaintTolerationComparisonOperators feature gate.
 	EnableTaintComparisonOperators bool
+	// ActivePodInfos, when set, supplies precomputed summaries of active
+	// pods (see ActivePodInfo); nil computes them on every admission.
+	ActivePodInfos ActivePodInfoSource
 }
 
 // Handler is the predicate admission handler.
@@ -38,6 +41,7 @@ type Handler struct {
 	failureHandler     lifecycle.AdmissionFailureHandler
 	os                 string
 	compareTolerations bool
+	infos              ActivePodInfoSource
 }
 
 var _ lifecycle.PodAdmitHandler = (*Handler)(nil)
@@ -53,6 +57,7 @@ func NewHandler(opts Options) *Handler {
 		failureHandler:     opts.FailureHandler,
 		os:                 os,
 		compareTolerations: opts.EnableTaintComparisonOperators,
+		infos:              opts.ActivePodInfos,
 	}
 }
 
@@ -126,7 +131,8 @@ func logRejection(log *zap.Logger, pod *v1.Pod, res lifecycle.PodAdmitResult) li
 // includeAllFailures).
 func (h *Handler) generalFilter(ctx context.Context, pod *v1.Pod, otherPods []*v1.Pod, node *v1.Node) []lifecycle.PredicateFailureReason {
 	var reasons []lifecycle.PredicateFailureReason
-	for _, r := range fits(pod, otherPods, node) {
+	others := h.activePodInfos(otherPods)
+	for _, r := range fits(pod, others, node) {
 		reasons = append(reasons, r)
 	}
 	if !matchesNodeAffinity(pod, node) {
@@ -135,7 +141,7 @@ func (h *Handler) generalFilter(ctx context.Context, pod *v1.Pod, otherPods []*v
 	if !matchesNodeName(pod, node) {
 		reasons = append(reasons, &lifecycle.PredicateFailureError{PredicateName: NodeNameName, PredicateDesc: ErrReasonNodeName})
 	}
-	if !fitsHostPorts(pod, otherPods) {
+	if !fitsHostPorts(pod, others) {
 		reasons = append(reasons, &lifecycle.PredicateFailureError{PredicateName: NodePortsName, PredicateDesc: ErrReasonNodePorts})
 	}
 	if !lifecycle.IsStaticPod(pod) && h.hasUntoleratedNoExecuteTaint(ctx, pod, node) {

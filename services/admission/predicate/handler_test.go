@@ -24,26 +24,70 @@ type admitCase struct {
 	wantMessage string
 }
 
+// memoInfos is an ActivePodInfoSource that summarises each pod object once,
+// as splitlet-admission's active pod cache does; calls counts lookups.
+type memoInfos struct {
+	infos map[*v1.Pod]*ActivePodInfo
+	calls int
+}
+
+var _ ActivePodInfoSource = (*memoInfos)(nil)
+
+func (m *memoInfos) ActivePodInfo(pod *v1.Pod) *ActivePodInfo {
+	m.calls++
+	if m.infos == nil {
+		m.infos = map[*v1.Pod]*ActivePodInfo{}
+	}
+	if _, ok := m.infos[pod]; !ok {
+		m.infos[pod] = NewActivePodInfo(pod)
+	}
+	return m.infos[pod]
+}
+
+// runAdmitCases runs every case without and with precomputed active pod
+// summaries (twice with the same source, so the second run uses summaries
+// made by the first): the decisions must not differ.
 func runAdmitCases(t *testing.T, tests []admitCase) {
 	t.Helper()
 	for _, tc := range tests {
-		t.Run(tc.desc, func(t *testing.T) {
-			node := testNode()
-			if tc.node != nil {
-				tc.node(node)
-			}
-			h := NewHandler(Options{GetNode: staticNode(node), OS: "linux"})
-			got := h.Admit(context.Background(), &lifecycle.PodAdmitAttributes{Pod: tc.pod, OtherPods: tc.others})
-			if got.Admit != tc.wantAdmit {
-				t.Fatalf("Admit = %v, want %v (reason %q, message %q)", got.Admit, tc.wantAdmit, got.Reason, got.Message)
-			}
-			if got.Reason != tc.wantReason {
-				t.Errorf("Reason = %q, want %q", got.Reason, tc.wantReason)
-			}
-			if tc.wantMessage != "" && got.Message != tc.wantMessage {
-				t.Errorf("Message = %q, want %q", got.Message, tc.wantMessage)
-			}
-		})
+		for _, mode := range []string{"computed", "precomputed"} {
+			t.Run(tc.desc+"/"+mode, func(t *testing.T) {
+				node := testNode()
+				if tc.node != nil {
+					tc.node(node)
+				}
+				opts := Options{GetNode: staticNode(node), OS: "linux"}
+				var memo *memoInfos
+				rounds := 1
+				if mode == "precomputed" {
+					memo = &memoInfos{}
+					opts.ActivePodInfos = memo
+					rounds = 2
+				}
+				h := NewHandler(opts)
+				for range rounds {
+					checkAdmitCase(t, tc, h.Admit(context.Background(), &lifecycle.PodAdmitAttributes{Pod: tc.pod, OtherPods: tc.others}))
+				}
+				// Checks before the resources (OS, node) end an admission
+				// before the active pods are looked at.
+				if memo != nil && memo.calls != 0 && memo.calls != 2*len(tc.others) {
+					t.Errorf("the summary source was asked %d times, want %d (once per active pod per admission)", memo.calls, 2*len(tc.others))
+				}
+			})
+		}
+	}
+}
+
+func checkAdmitCase(t *testing.T, tc admitCase, got lifecycle.PodAdmitResult) {
+	t.Helper()
+	if got.Admit != tc.wantAdmit {
+		t.Fatalf("Admit = %v, want %v (reason %q, message %q)", got.Admit, tc.wantAdmit, got.Reason, got.Message)
+	}
+	if got.Reason != tc.wantReason {
+		t.Errorf("Reason = %q, want %q", got.Reason, tc.wantReason)
+	}
+	if tc.wantMessage != "" && got.Message != tc.wantMessage {
+		t.Errorf("Message = %q, want %q", got.Message, tc.wantMessage)
 	}
 }
 
@@ -409,5 +453,41 @@ func TestAdmitDoesNotMutateInputs(t *testing.T) {
 	}
 	if _, ok := pod.Spec.Containers[0].Resources.Requests["example.com/fpga"]; !ok {
 		t.Error("Admit removed the unknown extended resource from the caller's pod")
+	}
+}
+
+// fixedInfos answers every lookup with the same summary.
+type fixedInfos struct{ info *ActivePodInfo }
+
+var _ ActivePodInfoSource = fixedInfos{}
+
+func (f fixedInfos) ActivePodInfo(*v1.Pod) *ActivePodInfo { return f.info }
+
+// TestAdmitUsesActivePodInfos shows the handler counts what the source says
+// an active pod holds rather than recomputing it: a summary of a pod asking
+// for more cpu than the node has makes a pod that would fit beside the real
+// one fail, and a nil summary falls back to the pod itself.
+func TestAdmitUsesActivePodInfos(t *testing.T) {
+	big := NewActivePodInfo(mkPod("big", requests("cpu", "64")))
+	for _, tc := range []struct {
+		desc       string
+		source     ActivePodInfoSource
+		wantAdmit  bool
+		wantReason string
+	}{
+		{desc: "no source computes from the pod", wantAdmit: true},
+		{desc: "nil summary computes from the pod", source: fixedInfos{}, wantAdmit: true},
+		{desc: "the summary is what counts", source: fixedInfos{info: big}, wantReason: "OutOfcpu"},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			h := NewHandler(Options{GetNode: staticNode(testNode()), OS: "linux", ActivePodInfos: tc.source})
+			got := h.Admit(context.Background(), &lifecycle.PodAdmitAttributes{
+				Pod:       mkPod("p", requests("cpu", "100m")),
+				OtherPods: []*v1.Pod{mkPod("small", requests("cpu", "100m"))},
+			})
+			if got.Admit != tc.wantAdmit || got.Reason != tc.wantReason {
+				t.Errorf("Admit = %v %q, want %v %q", got.Admit, got.Reason, tc.wantAdmit, tc.wantReason)
+			}
+		})
 	}
 }

@@ -86,14 +86,14 @@ func podHostPorts(pod *v1.Pod) []v1.ContainerPort {
 // fitsHostPorts checks the pod's host ports against the active pods', as the
 // scheduler's nodeports.Fits. Clashes inside the pod itself are left to API
 // validation, as there.
-func fitsHostPorts(pod *v1.Pod, otherPods []*v1.Pod) bool {
+func fitsHostPorts(pod *v1.Pod, otherPods []*ActivePodInfo) bool {
 	want := podHostPorts(pod)
 	if len(want) == 0 {
 		return true
 	}
 	used := hostPorts{}
 	for _, other := range otherPods {
-		for _, p := range podHostPorts(other) {
+		for _, p := range other.hostPorts {
 			used.add(p)
 		}
 	}

@@ -45,6 +45,20 @@ func (r *resources) add(list v1.ResourceList) {
 	}
 }
 
+// addResources accumulates o, which is left as it was.
+func (r *resources) addResources(o *resources) {
+	r.milliCPU += o.milliCPU
+	r.memory += o.memory
+	r.ephemeralStorage += o.ephemeralStorage
+	r.allowedPods += o.allowedPods
+	for name, v := range o.scalar {
+		if r.scalar == nil {
+			r.scalar = map[v1.ResourceName]int64{}
+		}
+		r.scalar[name] += v
+	}
+}
+
 // podRequests is what the pod will hold on the node, computed as the
 // scheduler does (computePodResourceRequest): the sum of regular containers
 // and sidecars, the largest init-container phase, and the pod overhead; with
@@ -65,11 +79,11 @@ func activePodRequests(pod *v1.Pod) v1.ResourceList {
 // scheduler's noderesources.Fits (fitsRequest). The order is pods, cpu,
 // memory, ephemeral-storage, then scalar resources by name; the kubelet
 // reports only the first failure, so the order decides the reason.
-func fits(pod *v1.Pod, otherPods []*v1.Pod, node *v1.Node) []*lifecycle.InsufficientResourceError {
+func fits(pod *v1.Pod, otherPods []*ActivePodInfo, node *v1.Node) []*lifecycle.InsufficientResourceError {
 	var allocatable, used, want resources
 	allocatable.add(node.Status.Allocatable)
 	for _, other := range otherPods {
-		used.add(activePodRequests(other))
+		used.addResources(&other.requests)
 	}
 	want.add(podRequests(pod))
 

@@ -54,6 +54,10 @@ type Options struct {
 	// Plugins runs after the built-in handlers (the plugin chain); nil
 	// means none.
 	Plugins lifecycle.PodAdmitHandler
+	// ActivePodInfos, when set, supplies the predicate handler with
+	// summaries of active pods computed once per pod (a *podcache.Cache);
+	// nil computes them on every admission.
+	ActivePodInfos predicate.ActivePodInfoSource
 	// OS is the node's OS as runtime.GOOS spells it; empty means
 	// runtime.GOOS. Tests set it.
 	OS string
@@ -104,6 +108,7 @@ func New(opts Options) (*Admitter, error) {
 			GetNode:        a.node.Node,
 			FailureHandler: &preemption.CriticalPodAdmissionHandler{},
 			OS:             opts.OS,
+			ActivePodInfos: opts.ActivePodInfos,
 		}),
 	}
 	if opts.Plugins != nil {

@@ -37,6 +37,10 @@ type Options struct {
 	// GetNode supplies the node sent to plugins; nil, or an error, sends
 	// none.
 	GetNode func(ctx context.Context) (*v1.Node, error)
+	// Encodings, when set, knows the encoding of pods decoded from the
+	// AdmitRequest (a *podcache.Cache), which are then sent as they came
+	// instead of being encoded again.
+	Encodings sdk.EncodingSource
 	// StartTimeout bounds a plugin's start; default DefaultStartTimeout.
 	StartTimeout time.Duration
 	// RestartBackoff and MaxRestartBackoff shape the delay between restarts
@@ -52,6 +56,8 @@ type Options struct {
 // (plugin.Encoder), so a pod changed in place after it was handed to
 // admission must also get a new ResourceVersion; the kubelet's pod manager
 // replaces changed pods with new objects, which needs nothing.
+// Pods Options.Encodings knows (those decoded from the AdmitRequest) are
+// sent as the bytes they came in, without encoding at all.
 type Chain struct {
 	plugins []*hostPlugin
 	getNode func(ctx context.Context) (*v1.Node, error)
@@ -70,6 +76,7 @@ var _ lifecycle.PodAdmitHandler = (*Chain)(nil)
 func New(ctx context.Context, cfg *Config, opts Options) (_ *Chain, retErr error) {
 	opts = opts.withDefaults()
 	c := &Chain{getNode: opts.GetNode}
+	c.enc.Source = opts.Encodings
 	defer func() {
 		if retErr != nil {
 			c.Close()

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -21,7 +22,7 @@ import (
 // a normal response, never an error.
 func (s *Service) Admit(ctx context.Context, req *connect.Request[admissionv1.AdmitRequest]) (*connect.Response[admissionv1.AdmitResponse], error) {
 	start := time.Now()
-	pod, active, err := decodeAdmitRequest(req.Msg)
+	pod, active, err := s.decodeAdmitRequest(req.Msg)
 	if err != nil {
 		s.metrics.observeAdmit(resultInvalid, "", time.Since(start))
 		return nil, toConnectError(err)
@@ -49,34 +50,47 @@ func (s *Service) Admit(ctx context.Context, req *connect.Request[admissionv1.Ad
 	return connect.NewResponse(out), nil
 }
 
-func decodeAdmitRequest(msg *admissionv1.AdmitRequest) (*v1.Pod, []*v1.Pod, error) {
-	pod, err := decodePod("pod", msg.GetPod())
+func (s *Service) decodeAdmitRequest(msg *admissionv1.AdmitRequest) (*v1.Pod, []*v1.Pod, error) {
+	pod, err := s.decodePod(msg.GetPod())
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, podError("pod", err)
 	}
-	active := make([]*v1.Pod, 0, len(msg.GetActivePods()))
+	active := make([]*v1.Pod, len(msg.GetActivePods()))
 	for i, b := range msg.GetActivePods() {
-		p, err := decodePod(fmt.Sprintf("active_pods[%d]", i), b)
-		if err != nil {
-			return nil, nil, err
+		if active[i], err = s.decodePod(b); err != nil {
+			return nil, nil, podError(fmt.Sprintf("active_pods[%d]", i), err)
 		}
-		active = append(active, p)
 	}
 	return pod, active, nil
 }
 
-// decodePod reads a core/v1 Pod in the Kubernetes protobuf encoding. Empty
-// bytes are refused: they decode to a pod without a name, which no
-// handler can say anything useful about.
-func decodePod(field string, b []byte) (*v1.Pod, error) {
+// errEmptyPod refuses empty bytes: they decode to a pod without a name,
+// which no handler can say anything useful about.
+var errEmptyPod = errors.New("empty")
+
+// decodePod reads a core/v1 Pod in the Kubernetes protobuf encoding,
+// through the service's PodDecoder when it has one.
+func (s *Service) decodePod(b []byte) (*v1.Pod, error) {
 	if len(b) == 0 {
-		return nil, fmt.Errorf("%s: empty; want a core/v1 Pod in Kubernetes protobuf encoding: %w", field, errdefs.ErrInvalidArgument)
+		return nil, errEmptyPod
+	}
+	if s.pods != nil {
+		return s.pods.Decode(b)
 	}
 	pod := &v1.Pod{}
 	if err := pod.Unmarshal(b); err != nil {
-		return nil, fmt.Errorf("%s: not a core/v1 Pod in Kubernetes protobuf encoding: %v: %w", field, err, errdefs.ErrInvalidArgument)
+		return nil, err
 	}
 	return pod, nil
+}
+
+// podError names the field that did not decode; the field name is built
+// only on failure, since a request carries up to a node's worth of pods.
+func podError(field string, err error) error {
+	if errors.Is(err, errEmptyPod) {
+		return fmt.Errorf("%s: empty; want a core/v1 Pod in Kubernetes protobuf encoding: %w", field, errdefs.ErrInvalidArgument)
+	}
+	return fmt.Errorf("%s: not a core/v1 Pod in Kubernetes protobuf encoding: %v: %w", field, err, errdefs.ErrInvalidArgument)
 }
 
 func podRef(p *v1.Pod) *admissionv1.PodRef {

@@ -9,10 +9,17 @@ import (
 	"github.com/splitlet/splitlet/proto/splitlet/admission/v1/admissionv1connect"
 )
 
+// compressMinBytes leaves small messages uncompressed whatever the client
+// accepts: an AdmitResponse is a few dozen bytes, and resetting a gzip
+// writer for it cost more than the rest of a steady Admit's own work.
+const compressMinBytes = 1024
+
 // Handler returns the HTTP handler serving AdmissionService (gRPC, gRPC-Web
 // and Connect), grpc.health.v1.Health and /metrics. Serve it over h2c so gRPC
-// clients can use plain TCP.
+// clients can use plain TCP. opts come after the service's defaults
+// (compressMinBytes), so they may override them.
 func (s *Service) Handler(opts ...connect.HandlerOption) http.Handler {
+	opts = append([]connect.HandlerOption{connect.WithCompressMinBytes(compressMinBytes)}, opts...)
 	mux := http.NewServeMux()
 	mux.Handle(admissionv1connect.NewAdmissionServiceHandler(s, opts...))
 	mux.Handle(grpchealth.NewHandler(s.health, opts...))

@@ -17,6 +17,7 @@ import (
 	"github.com/splitlet/splitlet/services/admission/internal/config"
 	"github.com/splitlet/splitlet/services/admission/internal/logctx"
 	"github.com/splitlet/splitlet/services/admission/internal/pluginhost"
+	"github.com/splitlet/splitlet/services/admission/internal/podcache"
 	"github.com/splitlet/splitlet/services/admission/internal/podstats"
 	"github.com/splitlet/splitlet/services/admission/nodeinfo"
 )
@@ -55,47 +56,24 @@ func Run(ctx context.Context, cfg config.Config) (retErr error) {
 		return err
 	}
 
-	// The plugins see the node as GetNode shows it; the admitter that
-	// serves it needs the plugins first, hence the late binding.
-	var adm *admitter.Admitter
-	var plugins *pluginhost.Chain
+	var pcfg *pluginhost.Config
 	if cfg.PluginsConfig != "" {
-		pcfg, err := pluginhost.LoadConfig(cfg.PluginsConfig)
-		if err != nil {
+		if pcfg, err = pluginhost.LoadConfig(cfg.PluginsConfig); err != nil {
 			return fmt.Errorf("pluginsConfig: %w", err)
 		}
-		plugins, err = pluginhost.New(ctx, pcfg, pluginhost.Options{
-			Logger: log.Named("plugins"),
-			GetNode: func(ctx context.Context) (*v1.Node, error) {
-				if adm == nil {
-					return nil, fmt.Errorf("node not built yet: %w", errdefs.ErrUnavailable)
-				}
-				return adm.Node(ctx)
-			},
-		})
-		if err != nil {
-			return fmt.Errorf("pluginsConfig: starting plugins: %w", err)
-		}
-		// The host always kills its plugins, whatever way Run ends.
-		defer func() {
-			if err := plugins.Close(); err != nil {
-				log.Warn("stopping plugins", zap.Error(err))
-			}
-		}()
 	}
-	opts := admitter.Options{Node: node, Eviction: mgr}
-	if plugins != nil {
-		opts.Plugins = plugins
-	}
-	if adm, err = admitter.New(opts); err != nil {
+	a, err := newAdmission(ctx, node, mgr, pcfg, log)
+	if err != nil {
 		return err
 	}
+	// The host always kills its plugins, whatever way Run ends.
+	defer a.close()
+	adm, svc, plugins := a.adm, a.svc, a.plugins
 
 	lis, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
 	}
-	svc := NewService(Options{Admitter: adm, Evictions: mgr, Logger: log})
 	srv := newHTTPServer(svc.Handler())
 
 	runCtx, stopManager := context.WithCancel(ctx)
@@ -130,6 +108,73 @@ func Run(ctx context.Context, cfg config.Config) (retErr error) {
 	stopManager()
 	<-managerDone
 	return err
+}
+
+// admission is the admitter, the plugin chain it ends with and the service
+// answering for them, wired as Run serves them (benchmarks build the same).
+type admission struct {
+	adm     *admitter.Admitter
+	plugins *pluginhost.Chain // nil without plugins
+	svc     *Service
+	log     *zap.Logger
+}
+
+// newAdmission wires the admitter, the plugins of pcfg (nil: none) and the
+// service. mgr may be nil (no eviction manager: no pressure, no evictions).
+// close stops the plugins.
+func newAdmission(ctx context.Context, node *v1.Node, mgr *eviction.Manager, pcfg *pluginhost.Config, log *zap.Logger) (*admission, error) {
+	a := &admission{log: log}
+	// One cache of decoded pods serves the three places that would each
+	// redo work per active pod: decoding (the service), requests and host
+	// ports (the predicate) and encoding for the plugins.
+	pods := &podcache.Cache{}
+	// The plugins see the node as GetNode shows it; the admitter that
+	// serves it needs the plugins first, hence the late binding.
+	var adm *admitter.Admitter
+	if pcfg != nil {
+		plugins, err := pluginhost.New(ctx, pcfg, pluginhost.Options{
+			Logger:    log.Named("plugins"),
+			Encodings: pods,
+			GetNode: func(ctx context.Context) (*v1.Node, error) {
+				if adm == nil {
+					return nil, fmt.Errorf("node not built yet: %w", errdefs.ErrUnavailable)
+				}
+				return adm.Node(ctx)
+			},
+		})
+		if err != nil {
+			return nil, fmt.Errorf("pluginsConfig: starting plugins: %w", err)
+		}
+		a.plugins = plugins
+	}
+	opts := admitter.Options{Node: node, ActivePodInfos: pods}
+	svcOpts := Options{Logger: log, Pods: pods}
+	// A nil *eviction.Manager must not become a non-nil interface.
+	if mgr != nil {
+		opts.Eviction = mgr
+		svcOpts.Evictions = mgr
+	}
+	if a.plugins != nil {
+		opts.Plugins = a.plugins
+	}
+	var err error
+	if adm, err = admitter.New(opts); err != nil {
+		a.close()
+		return nil, err
+	}
+	a.adm = adm
+	svcOpts.Admitter = adm
+	a.svc = NewService(svcOpts)
+	return a, nil
+}
+
+func (a *admission) close() {
+	if a.plugins == nil {
+		return
+	}
+	if err := a.plugins.Close(); err != nil {
+		a.log.Warn("stopping plugins", zap.Error(err))
+	}
 }
 
 // newHTTPServer serves h on HTTP/1.1 and cleartext HTTP/2 (h2c): gRPC

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"connectrpc.com/connect"
+	"go.uber.org/zap"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	v1 "k8s.io/api/core/v1"
 
@@ -87,16 +89,7 @@ func marshal(t *testing.T, pods ...*v1.Pod) [][]byte {
 
 func TestAdmit(t *testing.T) {
 	tp := testfixture.Pod
-	tests := []struct {
-		desc string
-		// req builds the request; raw bytes let a case send garbage.
-		req         func(t *testing.T) *admissionv1.AdmitRequest
-		wantCode    connect.Code // 0: success
-		wantErrText string
-		wantAdmit   bool
-		wantReason  string
-		wantVictims []string
-	}{
+	tests := []admitCase{
 		{
 			desc: "admitted",
 			req: func(t *testing.T) *admissionv1.AdmitRequest {
@@ -150,50 +143,87 @@ func TestAdmit(t *testing.T) {
 			wantCode: connect.CodeInvalidArgument, wantErrText: "active_pods[1]",
 		},
 	}
-	for _, proto := range protocols {
-		t.Run(proto.name, func(t *testing.T) {
-			httpClient, url := startServer(t, newTestService(t, nil))
-			client := admissionv1connect.NewAdmissionServiceClient(httpClient, url, proto.opts...)
-			for _, tc := range tests {
-				t.Run(tc.desc, func(t *testing.T) {
-					resp, err := client.Admit(context.Background(), connect.NewRequest(tc.req(t)))
-					if tc.wantCode != 0 {
-						if connect.CodeOf(err) != tc.wantCode {
-							t.Fatalf("error %v (code %v), want code %v", err, connect.CodeOf(err), tc.wantCode)
-						}
-						if !strings.Contains(err.Error(), tc.wantErrText) {
-							t.Errorf("error %q does not name %q", err, tc.wantErrText)
-						}
-						return
-					}
-					if err != nil {
-						t.Fatalf("Admit: %v", err)
-					}
-					got := resp.Msg
-					if got.Admit != tc.wantAdmit || got.Reason != tc.wantReason {
-						t.Fatalf("admit %v reason %q (%s), want %v %q", got.Admit, got.Reason, got.Message, tc.wantAdmit, tc.wantReason)
-					}
-					if !got.Admit && got.Message == "" {
-						t.Error("rejection without a message")
-					}
-					var victims []string
-					for _, v := range got.Victims {
-						victims = append(victims, v.Namespace+"/"+v.Name+"/"+v.Uid)
-					}
-					if !slices.Equal(victims, tc.wantVictims) {
-						t.Errorf("victims %v, want %v", victims, tc.wantVictims)
-					}
-					if len(tc.wantVictims) > 0 &&
-						(got.VictimReason != preemption.VictimReason || got.VictimMessage != preemption.VictimMessage) {
-						t.Errorf("victim reason %q message %q, want %q %q",
-							got.VictimReason, got.VictimMessage, preemption.VictimReason, preemption.VictimMessage)
-					}
-					if len(tc.wantVictims) == 0 && (got.VictimReason != "" || got.VictimMessage != "") {
-						t.Errorf("victim reason/message set without victims: %q %q", got.VictimReason, got.VictimMessage)
-					}
-				})
+	// "cached" is the service as Run wires it, with one cache of decoded
+	// pods shared by every case (and, the second time round, hits for
+	// every pod): the decisions must be the same as without.
+	wirings := []struct {
+		name   string
+		rounds int
+		svc    func(t *testing.T) *Service
+	}{
+		{name: "plain", rounds: 1, svc: func(t *testing.T) *Service { return newTestService(t, nil) }},
+		{name: "cached", rounds: 2, svc: func(t *testing.T) *Service {
+			a, err := newAdmission(context.Background(), testfixture.Node(), nil, nil, zap.NewNop())
+			if err != nil {
+				t.Fatal(err)
 			}
-		})
+			return a.svc
+		}},
+	}
+	for _, wiring := range wirings {
+		for _, proto := range protocols {
+			t.Run(wiring.name+"/"+proto.name, func(t *testing.T) {
+				httpClient, url := startServer(t, wiring.svc(t))
+				client := admissionv1connect.NewAdmissionServiceClient(httpClient, url, proto.opts...)
+				for round := range wiring.rounds {
+					for _, tc := range tests {
+						t.Run(fmt.Sprintf("%s/round%d", tc.desc, round+1), func(t *testing.T) {
+							checkAdmit(t, client, tc)
+						})
+					}
+				}
+			})
+		}
+	}
+}
+
+type admitCase struct {
+	desc string
+	// req builds the request; raw bytes let a case send garbage.
+	req         func(t *testing.T) *admissionv1.AdmitRequest
+	wantCode    connect.Code // 0: success
+	wantErrText string
+	wantAdmit   bool
+	wantReason  string
+	wantVictims []string
+}
+
+func checkAdmit(t *testing.T, client admissionv1connect.AdmissionServiceClient, tc admitCase) {
+	t.Helper()
+	resp, err := client.Admit(context.Background(), connect.NewRequest(tc.req(t)))
+	if tc.wantCode != 0 {
+		if connect.CodeOf(err) != tc.wantCode {
+			t.Fatalf("error %v (code %v), want code %v", err, connect.CodeOf(err), tc.wantCode)
+		}
+		if !strings.Contains(err.Error(), tc.wantErrText) {
+			t.Errorf("error %q does not name %q", err, tc.wantErrText)
+		}
+		return
+	}
+	if err != nil {
+		t.Fatalf("Admit: %v", err)
+	}
+	got := resp.Msg
+	if got.Admit != tc.wantAdmit || got.Reason != tc.wantReason {
+		t.Fatalf("admit %v reason %q (%s), want %v %q", got.Admit, got.Reason, got.Message, tc.wantAdmit, tc.wantReason)
+	}
+	if !got.Admit && got.Message == "" {
+		t.Error("rejection without a message")
+	}
+	var victims []string
+	for _, v := range got.Victims {
+		victims = append(victims, v.Namespace+"/"+v.Name+"/"+v.Uid)
+	}
+	if !slices.Equal(victims, tc.wantVictims) {
+		t.Errorf("victims %v, want %v", victims, tc.wantVictims)
+	}
+	if len(tc.wantVictims) > 0 &&
+		(got.VictimReason != preemption.VictimReason || got.VictimMessage != preemption.VictimMessage) {
+		t.Errorf("victim reason %q message %q, want %q %q",
+			got.VictimReason, got.VictimMessage, preemption.VictimReason, preemption.VictimMessage)
+	}
+	if len(tc.wantVictims) == 0 && (got.VictimReason != "" || got.VictimMessage != "") {
+		t.Errorf("victim reason/message set without victims: %q %q", got.VictimReason, got.VictimMessage)
 	}
 }
 

@@ -22,6 +22,7 @@ import (
 	"github.com/splitlet/splitlet/proto/splitlet/admission/v1/admissionv1connect"
 	"github.com/splitlet/splitlet/services/admission/eviction"
 	"github.com/splitlet/splitlet/services/admission/internal/admitter"
+	"github.com/splitlet/splitlet/services/admission/internal/podcache"
 	"github.com/splitlet/splitlet/services/admission/lifecycle"
 )
 
@@ -46,6 +47,16 @@ type EvictionSource interface {
 
 var _ EvictionSource = (*eviction.Manager)(nil)
 
+// PodDecoder decodes a core/v1 Pod from its Kubernetes protobuf encoding.
+// *podcache.Cache implements it, reusing pods decoded before.
+type PodDecoder interface {
+	// Decode returns the pod, or the decoding error; the pod is shared
+	// and must not be changed. b is not retained.
+	Decode(b []byte) (*v1.Pod, error)
+}
+
+var _ PodDecoder = (*podcache.Cache)(nil)
+
 // Options configure a Service.
 type Options struct {
 	// Admitter is required.
@@ -55,6 +66,9 @@ type Options struct {
 	Evictions EvictionSource
 	// Logger defaults to a no-op logger.
 	Logger *zap.Logger
+	// Pods decodes the pods of AdmitRequests; nil decodes every pod of
+	// every request afresh.
+	Pods PodDecoder
 }
 
 // Service implements admissionv1connect.AdmissionServiceHandler, one file
@@ -62,6 +76,7 @@ type Options struct {
 type Service struct {
 	admitter  Admitter
 	evictions EvictionSource
+	pods      PodDecoder
 	log       *zap.Logger
 	metrics   *metrics
 	health    *grpchealth.StaticChecker
@@ -81,6 +96,7 @@ func NewService(opts Options) *Service {
 	return &Service{
 		admitter:  opts.Admitter,
 		evictions: opts.Evictions,
+		pods:      opts.Pods,
 		log:       log,
 		metrics:   newMetrics(),
 		// Serving from the start: the admitter is complete before a

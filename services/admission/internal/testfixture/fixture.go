@@ -87,3 +87,37 @@ func FullOfPods() []*v1.Pod {
 	}
 	return append(pods, Pod("besteffort", "", ""))
 }
+
+// TypicalPod is an active pod of a typical size for benchmarks (about 1 KiB
+// encoded): two containers with requests and limits, a host-less container
+// port, env, a readiness probe, labels, annotations and a toleration, bound
+// to NodeName and running. Images are under registry.local/. The suffix
+// makes name and UID unique.
+func TypicalPod(suffix string) *v1.Pod {
+	name := "web-" + suffix
+	res := v1.ResourceRequirements{
+		Requests: v1.ResourceList{v1.ResourceCPU: resource.MustParse("100m"), v1.ResourceMemory: resource.MustParse("128Mi")},
+		Limits:   v1.ResourceList{v1.ResourceCPU: resource.MustParse("500m"), v1.ResourceMemory: resource.MustParse("256Mi")},
+	}
+	return &v1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: name, Namespace: "default", UID: types.UID("uid-" + name),
+			Labels:      map[string]string{"app": "web", "pod-template-hash": "5d9f7c"},
+			Annotations: map[string]string{"kubernetes.io/config.source": "api", "kubernetes.io/config.seen": "2025-01-01T00:00:00Z"},
+		},
+		Spec: v1.PodSpec{
+			NodeName: NodeName,
+			Containers: []v1.Container{
+				{
+					Name: "app", Image: "registry.local/web:1.2.3", Resources: res,
+					Ports:          []v1.ContainerPort{{ContainerPort: 8080, Protocol: v1.ProtocolTCP}},
+					Env:            []v1.EnvVar{{Name: "MODE", Value: "prod"}, {Name: "LOG", Value: "info"}},
+					ReadinessProbe: &v1.Probe{ProbeHandler: v1.ProbeHandler{HTTPGet: &v1.HTTPGetAction{Path: "/ready"}}, PeriodSeconds: 5},
+				},
+				{Name: "sidecar", Image: "registry.local/proxy:0.9", Resources: res},
+			},
+			Tolerations: []v1.Toleration{{Key: "node.kubernetes.io/not-ready", Operator: v1.TolerationOpExists, Effect: v1.TaintEffectNoExecute}},
+		},
+		Status: v1.PodStatus{Phase: v1.PodRunning, QOSClass: v1.PodQOSBurstable, PodIP: "10.0.0.1"},
+	}
+}
