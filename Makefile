@@ -20,7 +20,7 @@ export PATH := $(TOOLBIN):$(PATH)
 MODULES := $(shell sed -n 's|^[[:space:]]*\./||p' go.work)
 GO_TEST_FLAGS ?= -count=1
 
-.PHONY: build tools generate check-generate lint test e2e critest bench clean
+.PHONY: build tools generate check-generate lint test e2e critest bench run stop clean
 
 build: ## Build every splitlet binary into bin/.
 	mkdir -p $(BIN)
@@ -59,6 +59,12 @@ critest: ## critest against containerd directly and through the gateway.
 
 bench: ## Benchmarks; figures are recorded in BENCHMARKS.md.
 	hack/bench.sh
+
+run: ## The local stack (fake backend, examples/ applied); RUNTIME_ENDPOINT=unix://... for a real runtime, RUN_DETACH=1, RUN_SMOKE=1.
+	hack/run.sh
+
+stop: ## Stop a stack started with `make run RUN_DETACH=1`.
+	hack/run.sh stop
 
 clean:
 	rm -rf $(BIN)
