@@ -20,7 +20,7 @@ export PATH := $(TOOLBIN):$(PATH)
 MODULES := $(shell sed -n 's|^[[:space:]]*\./||p' go.work)
 GO_TEST_FLAGS ?= -count=1
 
-.PHONY: build tools generate check-generate lint test e2e critest bench run stop clean
+.PHONY: build tools generate check-generate lint test e2e critest bench run stop compose-e2e clean
 
 build: ## Build every splitlet binary into bin/.
 	mkdir -p $(BIN)
@@ -56,6 +56,9 @@ e2e: ## Real containerd through the gateway (installs containerd, runc, busybox)
 
 critest: ## critest against containerd directly and through the gateway.
 	hack/critest.sh
+
+compose-e2e: ## The docker-compose stack end to end (installs docker.io and docker-compose; root).
+	hack/compose-e2e.sh
 
 bench: ## Benchmarks; figures are recorded in BENCHMARKS.md.
 	hack/bench.sh
