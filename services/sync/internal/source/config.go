@@ -21,9 +21,11 @@ import (
 	"context"
 	"maps"
 	"sync"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/splitlet/splitlet/services/sync/internal/defaults"
@@ -134,6 +136,16 @@ func (c *PodConfig) Set(ctx context.Context, source string, pods []*v1.Pod) {
 		}
 		p.Annotations[defaults.ConfigSourceAnnotationKey] = source
 		prev, ok := old[p.UID]
+		// Static pods carry no creation time; a kubelet's mirror pod gets it
+		// from the API server when the kubelet first sees the pod, so the
+		// first time the mux sees a pod stands in for it (kubectl's AGE).
+		if p.CreationTimestamp.IsZero() {
+			if ok {
+				p.CreationTimestamp = prev.CreationTimestamp
+			} else {
+				p.CreationTimestamp = metav1.NewTime(time.Now().Truncate(time.Second))
+			}
+		}
 		if !ok {
 			next[p.UID] = p
 			adds = append(adds, p)

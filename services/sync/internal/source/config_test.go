@@ -126,3 +126,19 @@ func TestPodConfigTagsSource(t *testing.T) {
 		t.Errorf("Set modified the caller's pod: %v", in.Annotations)
 	}
 }
+
+// A static pod has no creation time; the mux gives it the time it was first
+// seen and keeps that time across updates, so kubectl-style AGE is right.
+func TestPodConfigCreationTimestamp(t *testing.T) {
+	c := NewPodConfig(FileSourceName)
+	ctx := context.Background()
+	c.Set(ctx, FileSourceName, []*v1.Pod{testPod("a", "x")})
+	first := (<-c.Updates()).Pods[0].CreationTimestamp
+	if first.IsZero() {
+		t.Fatal("a new pod without creationTimestamp got none")
+	}
+	c.Set(ctx, FileSourceName, []*v1.Pod{testPod("a", "y")})
+	if got := (<-c.Updates()).Pods[0].CreationTimestamp; !got.Equal(&first) {
+		t.Errorf("creationTimestamp changed on update: %v, first %v", got, first)
+	}
+}
