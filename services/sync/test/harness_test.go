@@ -45,6 +45,7 @@ func runTests(m *testing.M) int {
 	for _, b := range []struct{ out, pkg string }{
 		{"splitlet-gateway", "../../../gateway/cmd/splitlet-gateway"},
 		{"splitlet-sync", "../cmd/splitlet-sync"},
+		{"splitlet-admission", "../../admission/cmd/splitlet-admission"},
 	} {
 		cmd := exec.Command("go", "build", "-o", filepath.Join(dir, b.out), b.pkg)
 		cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
@@ -73,6 +74,8 @@ type stackOptions struct {
 	// backOffBase is sync's hidden crash-loop back-off base.
 	backOffBase time.Duration
 	manifestDir bool
+	// syncArgs are added to sync's command line.
+	syncArgs []string
 }
 
 // freeAddr returns a loopback address nobody listens on right now.
@@ -140,11 +143,12 @@ func startStack(t *testing.T, opts stackOptions) *stack {
 		}
 		s.syncArgs = append(s.syncArgs, "--manifest-dir="+s.manifestDir(), "--file-check-frequency=300ms")
 	}
+	s.syncArgs = append(s.syncArgs, opts.syncArgs...)
 	s.startSync()
 	t.Cleanup(func() {
 		stop(s.sync)
 		if t.Failed() {
-			for _, f := range []string{"sync.log", "gateway.log"} {
+			for _, f := range []string{"sync.log", "gateway.log", "admission.log"} {
 				data, _ := os.ReadFile(filepath.Join(dir, f))
 				lines := strings.Split(string(data), "\n")
 				if len(lines) > 80 {

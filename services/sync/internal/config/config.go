@@ -34,6 +34,9 @@ const (
 	// re-read (the kubelet's --file-check-frequency is 20 s and it watches
 	// with inotify as well; sync only polls, so it polls more often).
 	DefaultFileCheckFrequency = 5 * time.Second
+	// DefaultAdmissionTimeout bounds one call to splitlet-admission, which
+	// is local and answers in well under a millisecond.
+	DefaultAdmissionTimeout = 2 * time.Second
 	// DefaultBackOffBase is the kubelet's crash-loop and image-pull back-off
 	// start (10 s).
 	DefaultBackOffBase = 10 * time.Second
@@ -58,6 +61,14 @@ type Config struct {
 	BackOffBase time.Duration
 	// BackOffMax caps the back-off (hidden flag, for tests).
 	BackOffMax time.Duration
+	// AdmissionEndpoint is splitlet-admission's address; empty admits
+	// every pod without asking (and evicts nothing).
+	AdmissionEndpoint string
+	// AdmissionTimeout bounds each Admit call.
+	AdmissionTimeout time.Duration
+	// AdmissionFailurePolicy is "Fail" (a pod waits while admission cannot
+	// be asked) or "Ignore" (it is admitted).
+	AdmissionFailurePolicy string
 }
 
 // hidden flags are parsed but left out of the usage text.
@@ -94,6 +105,9 @@ func Parse(args []string, output io.Writer) (Config, error) {
 	fs.StringVar(&level, "log-level", "info", "least severe log level written: debug, info, warn or error")
 	fs.DurationVar(&cfg.BackOffBase, "crashloop-backoff-base", DefaultBackOffBase, "first crash-loop and image-pull back-off delay")
 	fs.DurationVar(&cfg.BackOffMax, "crashloop-backoff-max", 0, "longest back-off delay; 0 means the kubelet's 5 min")
+	fs.StringVar(&cfg.AdmissionEndpoint, "admission-endpoint", "", "address (host:port) of splitlet-admission's AdmissionService; empty admits every pod without asking and evicts nothing")
+	fs.DurationVar(&cfg.AdmissionTimeout, "admission-timeout", DefaultAdmissionTimeout, "longest wait for one admission decision")
+	fs.StringVar(&cfg.AdmissionFailurePolicy, "admission-failure-policy", "Fail", "when admission cannot be asked: Fail keeps new pods Pending (reason AdmissionUnavailable) and retries, Ignore admits them")
 	if err := fs.Parse(args); err != nil {
 		return Config{}, err
 	}
@@ -112,10 +126,14 @@ func Parse(args []string, output io.Writer) (Config, error) {
 	for name, d := range map[string]time.Duration{
 		"resync-interval": cfg.ResyncInterval, "relist-interval": cfg.RelistInterval,
 		"file-check-frequency": cfg.FileCheckFrequency, "crashloop-backoff-base": cfg.BackOffBase,
+		"admission-timeout": cfg.AdmissionTimeout,
 	} {
 		if d <= 0 {
 			return Config{}, fmt.Errorf("--%s must be positive, got %s", name, d)
 		}
+	}
+	if cfg.AdmissionFailurePolicy != "Fail" && cfg.AdmissionFailurePolicy != "Ignore" {
+		return Config{}, fmt.Errorf("--admission-failure-policy must be Fail or Ignore, got %q", cfg.AdmissionFailurePolicy)
 	}
 	return cfg, nil
 }

@@ -27,6 +27,14 @@ func TestParse(t *testing.T) {
 		{desc: "node IPs split", args: []string{"--node-ip=10.0.0.1,fd00::1"}, check: func(c Config) bool {
 			return len(c.NodeIPs) == 2 && c.NodeIPs[1] == "fd00::1"
 		}},
+		{desc: "admission off by default, fail-closed", args: []string{"--node-name=n"}, check: func(c Config) bool {
+			return c.AdmissionEndpoint == "" && c.AdmissionFailurePolicy == "Fail" && c.AdmissionTimeout == DefaultAdmissionTimeout
+		}},
+		{desc: "admission flags", args: []string{"--admission-endpoint=127.0.0.1:7444", "--admission-timeout=500ms", "--admission-failure-policy=Ignore"}, check: func(c Config) bool {
+			return c.AdmissionEndpoint == "127.0.0.1:7444" && c.AdmissionTimeout == 500*time.Millisecond && c.AdmissionFailurePolicy == "Ignore"
+		}},
+		{desc: "bad admission failure policy", args: []string{"--admission-failure-policy=fail"}, wantErr: "--admission-failure-policy must be Fail or Ignore"},
+		{desc: "zero admission timeout", args: []string{"--admission-timeout=0s"}, wantErr: "--admission-timeout must be positive"},
 		{desc: "bad log level", args: []string{"--log-level=loud"}, wantErr: "--log-level"},
 		{desc: "zero resync", args: []string{"--resync-interval=0s"}, wantErr: "--resync-interval must be positive"},
 		{desc: "stray argument", args: []string{"extra"}, wantErr: "unexpected arguments"},

@@ -1,7 +1,8 @@
 // Package daemon wires splitlet-sync together: the CRI client to the
 // gateway, the pod store, the sources, the pod manager, the runtime manager,
-// the sync loop and the PodService, in that order, and runs them until the
-// context ends.
+// the admission client (when --admission-endpoint is set, with its eviction
+// watcher), the sync loop and the PodService, in that order, and runs them
+// until the context ends.
 package daemon
 
 import (
@@ -27,6 +28,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/splitlet/splitlet/proto/splitlet/pod/v1/podv1connect"
+	"github.com/splitlet/splitlet/services/sync/internal/admission"
 	"github.com/splitlet/splitlet/services/sync/internal/backoff"
 	"github.com/splitlet/splitlet/services/sync/internal/config"
 	"github.com/splitlet/splitlet/services/sync/internal/events"
@@ -94,6 +96,19 @@ func Run(ctx context.Context, cfg config.Config) error {
 
 	probes := prober.NewManager(ctx, prober.Options{Execer: runtimeManager, Status: pods, Recorder: recorder})
 
+	// Without an admission endpoint every pod is admitted (AlwaysAdmit) and
+	// nothing is evicted.
+	var admitter syncloop.Admitter = syncloop.AlwaysAdmit{}
+	var admissionClient *admission.Client
+	if cfg.AdmissionEndpoint != "" {
+		admissionClient = admission.New(cfg.AdmissionEndpoint, admission.Options{Timeout: cfg.AdmissionTimeout})
+		admitter = admissionClient
+	}
+	failurePolicy, err := syncloop.ParseFailurePolicy(cfg.AdmissionFailurePolicy)
+	if err != nil {
+		return err
+	}
+
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	kubelet := syncloop.New(syncloop.Options{
@@ -105,6 +120,9 @@ func Run(ctx context.Context, cfg config.Config) error {
 		Metrics:        syncloop.NewMetrics(reg),
 		Recorder:       recorder,
 		Prober:         probes,
+		Admitter:       admitter,
+
+		AdmissionFailurePolicy: failurePolicy,
 	}, podConfig, pods, runtimeManager, rt)
 
 	ctx, cancel := context.WithCancel(ctx)
@@ -112,6 +130,9 @@ func Run(ctx context.Context, cfg config.Config) error {
 	if cfg.ManifestDir != "" {
 		fileSource := source.NewFileSource(cfg.ManifestDir, cfg.NodeName, cfg.FileCheckFrequency, podConfig, nil)
 		go fileSource.Run(ctx)
+	}
+	if admissionClient != nil {
+		go admissionClient.WatchEvictions(ctx, kubelet)
 	}
 
 	mux := http.NewServeMux()

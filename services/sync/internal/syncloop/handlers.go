@@ -9,14 +9,18 @@ import (
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/splitlet/splitlet/services/sync/internal/logctx"
+	"github.com/splitlet/splitlet/services/sync/internal/qos"
 	"github.com/splitlet/splitlet/services/sync/internal/worker"
 )
 
 // HandlePodAdditions records new pods, admits them in creation order and
-// starts their workers. A rejected pod gets phase Failed with the admission
-// reason and no worker. Matches the kubelet's HandlePodAdditions.
+// starts their workers. Matches the kubelet's HandlePodAdditions: pods are
+// sorted by creation time, and each is admitted against the active pods
+// (canAdmitPod) before its worker starts; a rejected pod gets phase Failed
+// with the admission reason and no worker (rejectPod); a pod admission could
+// not decide on waits (waitForAdmission). Static pods go through admission
+// too, as in the kubelet; admission treats them as critical.
 func (k *Kubelet) HandlePodAdditions(ctx context.Context, pods []*v1.Pod) {
-	log := logctx.From(ctx)
 	sort.SliceStable(pods, func(i, j int) bool {
 		return pods[i].CreationTimestamp.Before(&pods[j].CreationTimestamp)
 	})
@@ -27,50 +31,50 @@ func (k *Kubelet) HandlePodAdditions(ctx context.Context, pods []*v1.Pod) {
 			k.firstSeen[pod.UID] = time.Now()
 		}
 		k.mu.Unlock()
-		if pod.DeletionTimestamp == nil && !k.workers.IsKnown(pod.UID) {
-			res, err := k.opts.Admitter.Admit(ctx, pod, k.activePods(pod))
-			if err != nil {
-				log.Error("admission failed, pod not started", zap.String("pod", pod.Namespace+"/"+pod.Name), zap.Error(err))
-				continue
-			}
-			if !res.Admit {
-				k.rejectPod(ctx, pod, res.Reason, res.Message)
+		// As the kubelet: a pod already terminal (e.g. rejected or evicted
+		// before a restart) is not admitted again; its worker only
+		// confirms it is finished.
+		if pod.DeletionTimestamp == nil && !k.workers.IsKnown(pod.UID) && !isTerminalPhase(pod.Status.Phase) {
+			if k.canAdmitPod(ctx, pod) != admitted {
 				continue
 			}
 		}
-		if k.opts.Prober != nil && pod.DeletionTimestamp == nil {
-			k.opts.Prober.AddPod(pod)
-		}
-		k.workers.UpdatePod(worker.UpdatePodOptions{UpdateType: worker.SyncPodCreate, Pod: pod})
+		k.startPod(pod)
 	}
 }
 
-// activePods are the pods admitted and not terminating, except pod itself.
-func (k *Kubelet) activePods(except *v1.Pod) []*v1.Pod {
-	var active []*v1.Pod
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	for _, p := range k.podManager.GetPods() {
-		if p.UID == except.UID || k.rejected[p.UID] || k.workers.IsPodTerminationRequested(p.UID) {
-			continue
-		}
-		active = append(active, p)
+// startPod hands an admitted pod to the prober and its worker.
+func (k *Kubelet) startPod(pod *v1.Pod) {
+	if k.opts.Prober != nil && pod.DeletionTimestamp == nil {
+		k.opts.Prober.AddPod(pod)
 	}
-	return active
+	k.workers.UpdatePod(worker.UpdatePodOptions{UpdateType: worker.SyncPodCreate, Pod: pod})
 }
 
-// rejectPod fails a pod admission refused, as the kubelet's rejectPod.
+// rejectPod fails a pod admission refused, as the kubelet's rejectPod: a
+// Warning event with the reason, and status phase Failed with the reason
+// and "Pod was rejected: " + message. No container is started.
 func (k *Kubelet) rejectPod(ctx context.Context, pod *v1.Pod, reason, message string) {
 	logctx.From(ctx).Info("pod rejected by admission", zap.String("pod", pod.Namespace+"/"+pod.Name),
 		zap.String("reason", reason), zap.String("message", message))
 	k.mu.Lock()
 	k.rejected[pod.UID] = true
+	delete(k.pendingAdmission, pod.UID)
 	k.mu.Unlock()
-	s := pod.Status.DeepCopy()
+	s := k.currentStatus(pod)
+	s.QOSClass = qos.GetPodQOS(pod)
 	s.Phase = v1.PodFailed
 	s.Reason = reason
 	s.Message = "Pod was rejected: " + message
-	k.podManager.SetPodStatus(pod.UID, *s)
+	// A condition left from waiting for admission no longer applies.
+	conds := s.Conditions[:0]
+	for _, c := range s.Conditions {
+		if !(c.Type == v1.PodScheduled && c.Reason == ReasonAdmissionUnavailable) {
+			conds = append(conds, c)
+		}
+	}
+	s.Conditions = conds
+	k.podManager.SetPodStatus(pod.UID, s)
 	k.opts.Recorder.Eventf(pod, v1.EventTypeWarning, reason, "%s", message)
 }
 
@@ -80,12 +84,18 @@ func (k *Kubelet) HandlePodUpdates(ctx context.Context, pods []*v1.Pod) {
 	for _, pod := range pods {
 		k.podManager.UpdatePod(pod)
 		k.mu.Lock()
-		rejected := k.rejected[pod.UID]
+		// Neither a pod admission refused nor one waiting for admission
+		// has a worker.
+		rejected := k.rejected[pod.UID] || k.pendingAdmission[pod.UID]
+		if pod.DeletionTimestamp != nil {
+			delete(k.pendingAdmission, pod.UID)
+		}
 		k.mu.Unlock()
 		if pod.DeletionTimestamp != nil && (rejected || k.workers.IsPodKnownTerminated(pod.UID)) {
 			// Nothing runs any more (a finished pod, or one admission
-			// refused): the deletion completes at once, as the kubelet's
-			// status manager deletes a terminated pod from the API.
+			// refused or never decided on): the deletion completes at
+			// once, as the kubelet's status manager deletes a terminated
+			// pod from the API.
 			if err := k.finalize(ctx, pod); err != nil {
 				logctx.From(ctx).Error("cannot complete the deletion", zap.String("pod", pod.Namespace+"/"+pod.Name), zap.Error(err))
 			}
@@ -108,6 +118,8 @@ func (k *Kubelet) HandlePodRemoves(ctx context.Context, pods []*v1.Pod) {
 		k.mu.Lock()
 		delete(k.firstSeen, pod.UID)
 		delete(k.rejected, pod.UID)
+		delete(k.pendingAdmission, pod.UID)
+		delete(k.terminal, pod.UID)
 		k.mu.Unlock()
 		if k.workers.IsKnown(pod.UID) {
 			k.workers.UpdatePod(worker.UpdatePodOptions{UpdateType: worker.SyncPodKill, Pod: pod})

@@ -24,6 +24,8 @@ type fakeRuntime struct {
 	pods    map[types.UID]*kuberuntime.RunningPod
 	killed  map[types.UID]bool
 	removed map[types.UID]bool
+	// grace records the grace period override of each kill.
+	grace map[types.UID]*int64
 }
 
 var _ Runtime = (*fakeRuntime)(nil)
@@ -34,10 +36,13 @@ func (f *fakeRuntime) GetPodStatus(_ context.Context, uid types.UID, name, ns st
 func (f *fakeRuntime) SyncPod(context.Context, *v1.Pod, *container.PodStatus, kuberuntime.ProbeResults) error {
 	return nil
 }
-func (f *fakeRuntime) KillPod(_ context.Context, _ *v1.Pod, uid types.UID, _ *int64) error {
+func (f *fakeRuntime) KillPod(_ context.Context, _ *v1.Pod, uid types.UID, grace *int64) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.killed[uid] = true
+	if f.grace != nil {
+		f.grace[uid] = grace
+	}
 	return nil
 }
 func (f *fakeRuntime) RemovePod(_ context.Context, uid types.UID) error {

@@ -6,6 +6,14 @@
 // SyncPod, SyncTerminatingPod and SyncTerminatedPod (sync.go), which drive
 // the runtime through kuberuntime and publish the pod's status.
 //
+// New pods are admitted before their workers start (canadmitpod.go): the
+// Admitter (splitlet-admission through internal/admission, or AlwaysAdmit)
+// may reject a pod (rejectPod), name preemption victims, which are killed
+// with the kubelet's preemption status first (killpodnow.go), or fail, in
+// which case the pod waits with status reason AdmissionUnavailable and is
+// retried (failure policy Fail) or is admitted (Ignore). EvictPod carries
+// out the eviction manager's evictions.
+//
 // Usage sketch:
 //
 //	k := syncloop.New(syncloop.Options{...}, podConfig, podManager, runtimeManager, criClient)
@@ -73,6 +81,14 @@ type Options struct {
 	HostIPs []string
 	// Admitter decides on new pods; nil admits all.
 	Admitter Admitter
+	// AdmissionFailurePolicy says what happens to a new pod when the
+	// Admitter fails: Fail (the default) keeps it pending and retries,
+	// Ignore admits it.
+	AdmissionFailurePolicy FailurePolicy
+	// AdmitRetryInitial and AdmitRetryMax bound the back-off of admission
+	// retries for pending pods (defaults 1 s and 16 s).
+	AdmitRetryInitial time.Duration
+	AdmitRetryMax     time.Duration
 	// Finalizers by source name.
 	Finalizers map[string]Finalizer
 	// Metrics; nil creates unregistered ones.
@@ -135,6 +151,18 @@ type Kubelet struct {
 	firstSeen map[types.UID]time.Time
 	// rejected pods were refused admission and have no worker.
 	rejected map[types.UID]bool
+	// pendingAdmission pods wait because admission could not be asked;
+	// they have no worker yet.
+	pendingAdmission map[types.UID]bool
+	// terminal holds the status imposed on pods the node kills itself
+	// (preemption victims, evicted pods).
+	terminal map[types.UID]*terminalStatus
+	// admitRetry fires when pending admissions should be retried;
+	// admitRetryArmed says a retry is scheduled, admitRetryDelay is the
+	// next back-off delay.
+	admitRetry      chan struct{}
+	admitRetryArmed bool
+	admitRetryDelay time.Duration
 }
 
 // New returns a sync loop reading config, keeping pods in podManager and
@@ -161,11 +189,24 @@ func New(opts Options, config *source.PodConfig, podManager *podmanager.Manager,
 	if opts.BackOffPeriod <= 0 {
 		opts.BackOffPeriod = 10 * time.Second
 	}
+	if opts.AdmissionFailurePolicy == "" {
+		opts.AdmissionFailurePolicy = FailurePolicyFail
+	}
+	if opts.AdmitRetryInitial <= 0 {
+		opts.AdmitRetryInitial = time.Second
+	}
+	if opts.AdmitRetryMax < opts.AdmitRetryInitial {
+		opts.AdmitRetryMax = max(16*time.Second, opts.AdmitRetryInitial)
+	}
 	return &Kubelet{
 		opts: opts, config: config, podManager: podManager, runtime: rt,
-		pleg:      newPLEG(cri, opts.RelistInterval, opts.Metrics),
-		firstSeen: map[types.UID]time.Time{},
-		rejected:  map[types.UID]bool{},
+		pleg:             newPLEG(cri, opts.RelistInterval, opts.Metrics),
+		firstSeen:        map[types.UID]time.Time{},
+		rejected:         map[types.UID]bool{},
+		pendingAdmission: map[types.UID]bool{},
+		terminal:         map[types.UID]*terminalStatus{},
+		admitRetry:       make(chan struct{}, 1),
+		admitRetryDelay:  opts.AdmitRetryInitial,
 	}
 }
 
@@ -226,6 +267,8 @@ func (k *Kubelet) syncLoop(ctx context.Context) {
 			k.workers.Wake(u.PodUID)
 		case u := <-startup:
 			k.workers.Wake(u.PodUID)
+		case <-k.admitRetry:
+			k.retryPendingAdmissions(ctx)
 		case <-housekeeping.C:
 			if !k.config.SeenAllSources() {
 				// A pod whose source has not spoken yet is not an orphan.

@@ -37,7 +37,13 @@ func (k *Kubelet) generateStatus(ctx context.Context, pod *v1.Pod, terminal bool
 	if err != nil {
 		return nil, v1.PodStatus{}, fmt.Errorf("runtime status: %w", err)
 	}
-	in := status.Inputs{Reasons: reasons{k.runtime}, HostIPs: k.opts.HostIPs, PodIsTerminal: terminal}
+	// The status of a node-initiated kill applies once the pod is being
+	// terminated (terminal: its containers were just killed).
+	var ts *terminalStatus
+	if terminal {
+		ts = k.terminalStatusFor(pod)
+	}
+	in := status.Inputs{Reasons: reasons{k.runtime}, HostIPs: k.opts.HostIPs, PodIsTerminal: terminal, Eviction: ts.eviction()}
 	if k.opts.Prober != nil {
 		in.Readiness, in.Startup = k.opts.Prober.ReadinessResult, k.opts.Prober.StartupResult
 	}
@@ -45,6 +51,11 @@ func (k *Kubelet) generateStatus(ctx context.Context, pod *v1.Pod, terminal bool
 		in.OldStatus = &old
 	}
 	apiStatus := status.GenerateAPIPodStatus(pod, podStatus, in)
+	if ts != nil {
+		// The kubelet applies killPodNow's PodStatusFunc to the status
+		// SyncTerminatingPod generates.
+		applyTerminalStatus(&apiStatus, ts)
+	}
 	// The status manager's rules: a status in which a container terminated
 	// for good runs again is dropped; an unchanged one is not republished.
 	if err := status.CheckContainerStateTransition(in.OldStatus, &apiStatus, pod.Spec.RestartPolicy); err != nil {

@@ -1,0 +1,115 @@
+package admission
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"connectrpc.com/connect"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	admissionv1 "github.com/splitlet/splitlet/proto/splitlet/admission/v1"
+	"github.com/splitlet/splitlet/proto/splitlet/admission/v1/admissionv1connect"
+	"github.com/splitlet/splitlet/services/sync/internal/syncloop"
+)
+
+// DefaultTimeout bounds one Admit call: admission is local and answers in
+// well under a millisecond, so a second means it is stuck, and a pod
+// should rather wait (fail-closed) than hold the sync loop.
+const DefaultTimeout = 2 * time.Second
+
+// Options tune a Client. The zero value is usable.
+type Options struct {
+	// Timeout bounds each Admit call; 0 means DefaultTimeout.
+	Timeout time.Duration
+	// HTTPClient carries the calls; nil means a client speaking cleartext
+	// HTTP/2 (h2c), which gRPC needs.
+	HTTPClient connect.HTTPClient
+	// RetryInitial and RetryMax bound the back-off of WatchEvictions
+	// reconnections; 0 means 500 ms and 30 s.
+	RetryInitial, RetryMax time.Duration
+}
+
+// Client talks to splitlet-admission. It is safe for concurrent use.
+type Client struct {
+	endpoint string
+	opts     Options
+	svc      admissionv1connect.AdmissionServiceClient
+}
+
+var _ syncloop.Admitter = (*Client)(nil)
+
+// New returns a client of the AdmissionService at endpoint ("host:port" or
+// "http://host:port"). Nothing is dialled until the first call.
+func New(endpoint string, opts Options) *Client {
+	if opts.Timeout <= 0 {
+		opts.Timeout = DefaultTimeout
+	}
+	if opts.RetryInitial <= 0 {
+		opts.RetryInitial = 500 * time.Millisecond
+	}
+	if opts.RetryMax < opts.RetryInitial {
+		opts.RetryMax = max(30*time.Second, opts.RetryInitial)
+	}
+	if opts.HTTPClient == nil {
+		opts.HTTPClient = h2cClient()
+	}
+	base := endpoint
+	if !strings.Contains(base, "://") {
+		base = "http://" + base
+	}
+	return &Client{
+		endpoint: endpoint,
+		opts:     opts,
+		svc:      admissionv1connect.NewAdmissionServiceClient(opts.HTTPClient, base, connect.WithGRPC()),
+	}
+}
+
+// h2cClient speaks HTTP/2 without TLS (prior knowledge), as gRPC over
+// cleartext needs.
+func h2cClient() *http.Client {
+	var p http.Protocols
+	p.SetUnencryptedHTTP2(true)
+	return &http.Client{Transport: &http.Transport{Protocols: &p}}
+}
+
+// Admit implements syncloop.Admitter: the pod and the active pods go in
+// the Kubernetes protobuf encoding; the call is bounded by the timeout.
+// Every failure (unreachable, timed out, refused request) wraps
+// syncloop.ErrAdmissionUnavailable: no decision was made.
+func (c *Client) Admit(ctx context.Context, pod *v1.Pod, active []*v1.Pod) (syncloop.AdmitResult, error) {
+	req := &admissionv1.AdmitRequest{ActivePods: make([][]byte, 0, len(active))}
+	var err error
+	if req.Pod, err = pod.Marshal(); err != nil {
+		return syncloop.AdmitResult{}, fmt.Errorf("encode pod %s/%s: %w", pod.Namespace, pod.Name, err)
+	}
+	for _, p := range active {
+		b, err := p.Marshal()
+		if err != nil {
+			return syncloop.AdmitResult{}, fmt.Errorf("encode active pod %s/%s: %w", p.Namespace, p.Name, err)
+		}
+		req.ActivePods = append(req.ActivePods, b)
+	}
+	ctx, cancel := context.WithTimeout(ctx, c.opts.Timeout)
+	defer cancel()
+	resp, err := c.svc.Admit(ctx, connect.NewRequest(req))
+	if err != nil {
+		return syncloop.AdmitResult{}, fmt.Errorf("%w: admission at %s: %w", syncloop.ErrAdmissionUnavailable, c.endpoint, err)
+	}
+	m := resp.Msg
+	res := syncloop.AdmitResult{
+		Admit: m.GetAdmit(), Reason: m.GetReason(), Message: m.GetMessage(),
+		VictimReason: m.GetVictimReason(), VictimMessage: m.GetVictimMessage(),
+	}
+	for _, v := range m.GetVictims() {
+		res.Victims = append(res.Victims, podRef(v))
+	}
+	return res, nil
+}
+
+func podRef(r *admissionv1.PodRef) syncloop.PodRef {
+	return syncloop.PodRef{Namespace: r.GetNamespace(), Name: r.GetName(), UID: types.UID(r.GetUid())}
+}

@@ -1,0 +1,248 @@
+package admission
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"connectrpc.com/connect"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	admissionv1 "github.com/splitlet/splitlet/proto/splitlet/admission/v1"
+	"github.com/splitlet/splitlet/proto/splitlet/admission/v1/admissionv1connect"
+	"github.com/splitlet/splitlet/services/sync/internal/syncloop"
+)
+
+// fakeService is an in-process AdmissionService: Admit decodes what it is
+// sent and answers with admit; WatchEvictions sends the evictions queued on
+// evictions, ending the stream after endAfter of them when set.
+type fakeService struct {
+	admissionv1connect.UnimplementedAdmissionServiceHandler
+
+	mu        sync.Mutex
+	gotPod    *v1.Pod
+	gotActive []*v1.Pod
+	admit     func(pod *v1.Pod, active []*v1.Pod) *admissionv1.AdmitResponse
+	delay     time.Duration
+
+	evictions chan *admissionv1.WatchEvictionsResponse
+	endAfter  int
+	streams   int
+}
+
+func (f *fakeService) Admit(ctx context.Context, req *connect.Request[admissionv1.AdmitRequest]) (*connect.Response[admissionv1.AdmitResponse], error) {
+	pod := &v1.Pod{}
+	if err := pod.Unmarshal(req.Msg.GetPod()); err != nil {
+		return nil, connect.NewError(connect.CodeInvalidArgument, err)
+	}
+	var active []*v1.Pod
+	for _, b := range req.Msg.GetActivePods() {
+		p := &v1.Pod{}
+		if err := p.Unmarshal(b); err != nil {
+			return nil, connect.NewError(connect.CodeInvalidArgument, err)
+		}
+		active = append(active, p)
+	}
+	f.mu.Lock()
+	f.gotPod, f.gotActive = pod, active
+	delay := f.delay
+	f.mu.Unlock()
+	select {
+	case <-time.After(delay):
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	return connect.NewResponse(f.admit(pod, active)), nil
+}
+
+func (f *fakeService) WatchEvictions(ctx context.Context, _ *connect.Request[admissionv1.WatchEvictionsRequest], stream *connect.ServerStream[admissionv1.WatchEvictionsResponse]) error {
+	f.mu.Lock()
+	f.streams++
+	f.mu.Unlock()
+	if err := stream.Send(nil); err != nil {
+		return nil
+	}
+	for sent := 0; f.endAfter == 0 || sent < f.endAfter; sent++ {
+		select {
+		case <-ctx.Done():
+			return nil
+		case ev := <-f.evictions:
+			if err := stream.Send(ev); err != nil {
+				return nil
+			}
+		}
+	}
+	return connect.NewError(connect.CodeUnavailable, errors.New("draining"))
+}
+
+// serve runs svc over cleartext HTTP/2 and returns its address.
+func serve(t *testing.T, svc *fakeService) string {
+	t.Helper()
+	mux := http.NewServeMux()
+	mux.Handle(admissionv1connect.NewAdmissionServiceHandler(svc))
+	srv := httptest.NewUnstartedServer(mux)
+	var p http.Protocols
+	p.SetHTTP1(true)
+	p.SetUnencryptedHTTP2(true)
+	srv.Config.Protocols = &p
+	srv.Start()
+	t.Cleanup(srv.Close)
+	return strings.TrimPrefix(srv.URL, "http://")
+}
+
+func pod(name string, memory string) *v1.Pod {
+	p := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", UID: types.UID("uid-" + name)},
+		Spec: v1.PodSpec{Containers: []v1.Container{{Name: "c", Image: "busybox"}}}}
+	if memory != "" {
+		p.Spec.Containers[0].Resources.Requests = v1.ResourceList{v1.ResourceMemory: resource.MustParse(memory)}
+	}
+	return p
+}
+
+func TestAdmit(t *testing.T) {
+	for _, tc := range []struct {
+		desc string
+		resp *admissionv1.AdmitResponse
+		want syncloop.AdmitResult
+	}{
+		{desc: "admit", resp: &admissionv1.AdmitResponse{Admit: true}, want: syncloop.AdmitResult{Admit: true}},
+		{
+			desc: "reject",
+			resp: &admissionv1.AdmitResponse{Reason: "OutOfmemory", Message: "Node didn't have enough resource: memory"},
+			want: syncloop.AdmitResult{Reason: "OutOfmemory", Message: "Node didn't have enough resource: memory"},
+		},
+		{
+			desc: "victims",
+			resp: &admissionv1.AdmitResponse{Reason: "OutOfmemory", Message: "m",
+				Victims:      []*admissionv1.PodRef{{Namespace: "default", Name: "be", Uid: "u1"}},
+				VictimReason: "Preempting", VictimMessage: "Preempted in order to admit critical pod"},
+			want: syncloop.AdmitResult{Reason: "OutOfmemory", Message: "m",
+				Victims:      []syncloop.PodRef{{Namespace: "default", Name: "be", UID: "u1"}},
+				VictimReason: "Preempting", VictimMessage: "Preempted in order to admit critical pod"},
+		},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			svc := &fakeService{admit: func(*v1.Pod, []*v1.Pod) *admissionv1.AdmitResponse { return tc.resp }}
+			c := New(serve(t, svc), Options{})
+			got, err := c.Admit(context.Background(), pod("new", "2Gi"), []*v1.Pod{pod("a", ""), pod("b", "1Mi")})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if fmt.Sprintf("%+v", got) != fmt.Sprintf("%+v", tc.want) {
+				t.Errorf("Admit = %+v, want %+v", got, tc.want)
+			}
+			// The pods crossed the wire intact (Kubernetes protobuf).
+			svc.mu.Lock()
+			defer svc.mu.Unlock()
+			if q := svc.gotPod.Spec.Containers[0].Resources.Requests[v1.ResourceMemory]; svc.gotPod.Name != "new" || q.String() != "2Gi" {
+				t.Errorf("server got pod %s with memory %s", svc.gotPod.Name, q.String())
+			}
+			if len(svc.gotActive) != 2 || svc.gotActive[1].Name != "b" {
+				t.Errorf("server got %d active pods", len(svc.gotActive))
+			}
+		})
+	}
+}
+
+func TestAdmitUnavailable(t *testing.T) {
+	// A port nobody listens on.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := ln.Addr().String()
+	ln.Close()
+	slow := serve(t, &fakeService{delay: time.Hour, admit: func(*v1.Pod, []*v1.Pod) *admissionv1.AdmitResponse {
+		return &admissionv1.AdmitResponse{Admit: true}
+	}})
+	for _, tc := range []struct {
+		desc, endpoint string
+	}{
+		{desc: "nothing listens", endpoint: closed},
+		{desc: "no answer within the timeout", endpoint: slow},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			c := New(tc.endpoint, Options{Timeout: 200 * time.Millisecond})
+			start := time.Now()
+			_, err := c.Admit(context.Background(), pod("p", ""), nil)
+			if !errors.Is(err, syncloop.ErrAdmissionUnavailable) {
+				t.Fatalf("Admit error = %v, want ErrAdmissionUnavailable", err)
+			}
+			if d := time.Since(start); d > 10*time.Second {
+				t.Errorf("Admit took %s despite the 200ms timeout", d)
+			}
+		})
+	}
+}
+
+// eviction is one EvictPod call.
+type eviction struct {
+	ref             syncloop.PodRef
+	reason, message string
+	grace           *int64
+}
+
+type fakeEvictor struct{ got chan eviction }
+
+var _ syncloop.Evictor = (*fakeEvictor)(nil)
+
+func (f *fakeEvictor) EvictPod(_ context.Context, ref syncloop.PodRef, reason, message string, grace *int64) error {
+	f.got <- eviction{ref: ref, reason: reason, message: message, grace: grace}
+	return nil
+}
+
+func TestWatchEvictionsReconnects(t *testing.T) {
+	// The server ends each stream after one eviction, so the second
+	// eviction arrives only if the watcher reconnects.
+	svc := &fakeService{evictions: make(chan *admissionv1.WatchEvictionsResponse, 2), endAfter: 1}
+	grace := int64(1)
+	svc.evictions <- &admissionv1.WatchEvictionsResponse{
+		Pod: &admissionv1.PodRef{Namespace: "default", Name: "hog", Uid: "u1"}, Reason: "Evicted",
+		Message: "The node was low on resource: memory.", Signal: "memory.available", GracePeriodSeconds: &grace,
+	}
+	svc.evictions <- &admissionv1.WatchEvictionsResponse{Pod: &admissionv1.PodRef{Namespace: "default", Name: "second"}}
+	c := New(serve(t, svc), Options{RetryInitial: 10 * time.Millisecond, RetryMax: 50 * time.Millisecond})
+	ev := &fakeEvictor{got: make(chan eviction, 2)}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { c.WatchEvictions(ctx, ev); close(done) }()
+
+	var got []eviction
+	for len(got) < 2 {
+		select {
+		case e := <-ev.got:
+			got = append(got, e)
+		case <-time.After(10 * time.Second):
+			t.Fatalf("got %d evictions, want 2", len(got))
+		}
+	}
+	cancel()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("WatchEvictions did not return after ctx ended")
+	}
+	first := got[0]
+	if first.ref != (syncloop.PodRef{Namespace: "default", Name: "hog", UID: "u1"}) || first.reason != "Evicted" ||
+		first.message != "The node was low on resource: memory." || first.grace == nil || *first.grace != 1 {
+		t.Errorf("first eviction = %+v", first)
+	}
+	if got[1].ref.Name != "second" || got[1].reason != syncloop.ReasonEvicted || got[1].grace != nil {
+		t.Errorf("second eviction = %+v, want reason defaulted to Evicted and no grace override", got[1])
+	}
+	svc.mu.Lock()
+	defer svc.mu.Unlock()
+	if svc.streams < 2 {
+		t.Errorf("streams opened = %d, want a reconnection", svc.streams)
+	}
+}

@@ -1,0 +1,340 @@
+package syncloop
+
+import (
+	"context"
+	"sort"
+	"time"
+
+	"go.uber.org/zap"
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/splitlet/splitlet/services/sync/internal/logctx"
+)
+
+// admitOutcome is what canAdmitPod decided.
+type admitOutcome int
+
+const (
+	admitted admitOutcome = iota
+	// rejected: the pod is Failed (rejectPod) and never starts.
+	rejected
+	// pendingAdmission: admission could not be asked; the pod waits and is
+	// retried (fail-closed policy).
+	pendingAdmission
+)
+
+// maxPreemptionRounds bounds how often one admission may preempt: the
+// admission service plans victims so that the second answer admits, but
+// pods may come and go in between.
+const maxPreemptionRounds = 3
+
+// canAdmitPod asks the admitter whether pod may run beside the active pods,
+// as the kubelet's canAdmitPod does with its admit handlers. When the
+// answer names victims (critical-pod preemption) they are killed with the
+// kubelet's preemption status, waited for (bounded, as the kubelet's
+// killPodNow) and the question is asked again without them. A rejection
+// fails the pod (rejectPod). When the admitter fails, the failure policy
+// decides: Fail keeps the pod pending and retries, Ignore admits; a pod
+// the runtime already runs (sync restarted) is admitted either way.
+//
+// It runs on the sync loop goroutine, so admission decisions are serial as
+// in the kubelet, and a preemption holds up the loop until the victims have
+// stopped, as the kubelet's does.
+func (k *Kubelet) canAdmitPod(ctx context.Context, pod *v1.Pod) admitOutcome {
+	log := logctx.From(ctx).With(zap.String("pod", pod.Namespace+"/"+pod.Name), zap.String("podUID", string(pod.UID)))
+	gone := map[types.UID]bool{}
+	for round := 0; ; round++ {
+		res, err := k.opts.Admitter.Admit(ctx, pod, k.activePods(pod, gone))
+		if err != nil {
+			if k.opts.AdmissionFailurePolicy == FailurePolicyIgnore {
+				log.Warn("admission unavailable, admitting the pod (failure policy Ignore)", zap.Error(err))
+				k.clearPendingAdmission(pod)
+				return admitted
+			}
+			if k.runsAlready(ctx, pod) {
+				// Admitted by an earlier sync (this is a restart): keeping
+				// a running pod in limbo would help nobody.
+				log.Warn("admission unavailable; the pod already runs, so it stays admitted", zap.Error(err))
+				k.clearPendingAdmission(pod)
+				return admitted
+			}
+			k.waitForAdmission(ctx, pod, err)
+			return pendingAdmission
+		}
+		if len(res.Victims) > 0 && round < maxPreemptionRounds {
+			for _, uid := range k.preempt(ctx, pod, res) {
+				gone[uid] = true
+			}
+			continue
+		}
+		if !res.Admit || len(res.Victims) > 0 {
+			k.rejectPod(ctx, pod, res.Reason, res.Message)
+			return rejected
+		}
+		k.clearPendingAdmission(pod)
+		return admitted
+	}
+}
+
+// activePods are the pods the new pod must fit beside, as the kubelet's
+// filterOutInactivePods: admitted pods (they have a worker) not known to
+// have stopped, and not in a terminal phase unless still terminating (a
+// terminating pod holds its resources until its containers stop). except
+// and the pods in gone (victims just preempted) are left out.
+func (k *Kubelet) activePods(except *v1.Pod, gone map[types.UID]bool) []*v1.Pod {
+	var active []*v1.Pod
+	for _, p := range k.podManager.GetPods() {
+		if p.UID == except.UID || gone[p.UID] || !k.workers.IsKnown(p.UID) || k.workers.IsPodKnownTerminated(p.UID) {
+			continue
+		}
+		k.mu.Lock()
+		notAdmitted := k.rejected[p.UID] || k.pendingAdmission[p.UID]
+		k.mu.Unlock()
+		if notAdmitted {
+			continue
+		}
+		if s, ok := k.podManager.GetPodStatus(p.UID); ok && isTerminalPhase(s.Phase) && !k.workers.IsPodTerminationRequested(p.UID) {
+			continue
+		}
+		active = append(active, p)
+	}
+	return active
+}
+
+func isTerminalPhase(p v1.PodPhase) bool { return p == v1.PodSucceeded || p == v1.PodFailed }
+
+// preempt kills the victims res names with its victim reason and message
+// and waits until they have stopped or the kubelet's killPodNow timeout
+// passed; it returns the UIDs of the victims it asked to stop. Victims
+// sync does not run are skipped: they hold nothing.
+func (k *Kubelet) preempt(ctx context.Context, pod *v1.Pod, res AdmitResult) []types.UID {
+	log := logctx.From(ctx)
+	var uids []types.UID
+	var timeout time.Duration
+	for _, ref := range res.Victims {
+		victim := k.findPod(ref)
+		if victim == nil || !k.workers.IsKnown(victim.UID) {
+			log.Warn("preemption victim is not running here", zap.String("victim", ref.Namespace+"/"+ref.Name))
+			continue
+		}
+		log.Info("preempting pod to admit a critical pod", zap.String("victim", victim.Namespace+"/"+victim.Name),
+			zap.String("pod", pod.Namespace+"/"+pod.Name))
+		// The kubelet's CriticalPodAdmissionHandler.evictPodsToFreeRequests:
+		// a Warning event, then the kill with the victim's own grace period.
+		k.opts.Recorder.Eventf(victim, v1.EventTypeWarning, res.VictimReason, "%s", res.VictimMessage)
+		k.killPodWithStatus(victim, terminalStatus{
+			reason: res.VictimReason, message: res.VictimMessage, conditionMessage: messagePreemptedCondition,
+		}, nil)
+		uids = append(uids, victim.UID)
+		timeout = max(timeout, killPodNowTimeout(victim, nil))
+	}
+	k.waitTerminated(ctx, uids, timeout)
+	return uids
+}
+
+// killPodNowTimeout is how long the kubelet's killPodNow waits for a pod to
+// stop: one and a half grace periods, at least 10 s.
+func killPodNowTimeout(pod *v1.Pod, override *int64) time.Duration {
+	grace := int64(v1.DefaultTerminationGracePeriodSeconds)
+	if pod.Spec.TerminationGracePeriodSeconds != nil {
+		grace = *pod.Spec.TerminationGracePeriodSeconds
+	}
+	if override != nil {
+		grace = *override
+	}
+	return time.Duration(max(grace+grace/2, 10)) * time.Second
+}
+
+// waitTerminated waits until every pod in uids has stopped (its worker
+// reports it terminated), timeout has passed or ctx ended.
+func (k *Kubelet) waitTerminated(ctx context.Context, uids []types.UID, timeout time.Duration) {
+	if len(uids) == 0 {
+		return
+	}
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		done := true
+		for _, uid := range uids {
+			if !k.workers.IsPodKnownTerminated(uid) {
+				done = false
+				break
+			}
+		}
+		if done {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-deadline.C:
+			logctx.From(ctx).Warn("preemption victims did not stop in time; admitting anyway, as the kubelet", zap.Duration("timeout", timeout))
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+// runsAlready reports whether the runtime has a sandbox or container of
+// pod, i.e. a previous sync admitted it.
+func (k *Kubelet) runsAlready(ctx context.Context, pod *v1.Pod) bool {
+	running, err := k.runtime.GetPods(ctx)
+	if err != nil {
+		return false
+	}
+	_, ok := running[pod.UID]
+	return ok
+}
+
+// findPod finds a pod by UID, or by namespace and name when the UID is
+// empty.
+func (k *Kubelet) findPod(ref PodRef) *v1.Pod {
+	if ref.UID != "" {
+		return k.podManager.GetPodByUID(ref.UID)
+	}
+	return k.podManager.GetPodByFullName(ref.Namespace, ref.Name)
+}
+
+// waitForAdmission parks a pod admission could not decide on (failure
+// policy Fail): it stays Pending with status reason AdmissionUnavailable,
+// the admitter's error in the message and a PodScheduled=False condition of
+// the same reason, which is how `kubectl get`/`describe` show a pod that
+// has not been placed; it starts only once admission admits it. A retry
+// is scheduled with back-off.
+func (k *Kubelet) waitForAdmission(ctx context.Context, pod *v1.Pod, err error) {
+	k.mu.Lock()
+	first := !k.pendingAdmission[pod.UID]
+	k.pendingAdmission[pod.UID] = true
+	k.mu.Unlock()
+	message := messageAdmissionUnavailable + err.Error()
+	if first {
+		logctx.From(ctx).Warn("admission unavailable, the pod waits (failure policy Fail)",
+			zap.String("pod", pod.Namespace+"/"+pod.Name), zap.Error(err))
+		k.opts.Recorder.Eventf(pod, v1.EventTypeWarning, ReasonAdmissionUnavailable, "%s", message)
+	}
+	s := k.currentStatus(pod)
+	s.Phase = v1.PodPending
+	s.Reason = ReasonAdmissionUnavailable
+	s.Message = message
+	setCondition(&s, v1.PodCondition{
+		Type: v1.PodScheduled, Status: v1.ConditionFalse, Reason: ReasonAdmissionUnavailable, Message: message,
+	})
+	k.podManager.SetPodStatus(pod.UID, s)
+	k.scheduleAdmitRetry()
+}
+
+// clearPendingAdmission forgets that pod waited for admission and drops the
+// waiting status, so the status generated once it runs does not carry the
+// stale reason.
+func (k *Kubelet) clearPendingAdmission(pod *v1.Pod) {
+	k.mu.Lock()
+	was := k.pendingAdmission[pod.UID]
+	delete(k.pendingAdmission, pod.UID)
+	k.mu.Unlock()
+	if !was {
+		return
+	}
+	s := k.currentStatus(pod)
+	if s.Reason == ReasonAdmissionUnavailable {
+		s.Reason, s.Message = "", ""
+	}
+	conds := s.Conditions[:0]
+	for _, c := range s.Conditions {
+		if c.Type != v1.PodScheduled {
+			conds = append(conds, c)
+		}
+	}
+	s.Conditions = conds
+	k.podManager.SetPodStatus(pod.UID, s)
+}
+
+// scheduleAdmitRetry arms the retry of pending admissions unless armed; the
+// delay doubles up to AdmitRetryMax and resets once nothing is pending.
+func (k *Kubelet) scheduleAdmitRetry() {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.admitRetryArmed {
+		return
+	}
+	k.admitRetryArmed = true
+	d := k.admitRetryDelay
+	k.admitRetryDelay = min(2*d, k.opts.AdmitRetryMax)
+	time.AfterFunc(d, func() {
+		select {
+		case k.admitRetry <- struct{}{}:
+		default:
+		}
+	})
+}
+
+// retryPendingAdmissions asks admission again for the pods waiting for it,
+// oldest first; it stops at the first that still cannot be decided (the
+// admitter is still unavailable and a new retry is armed).
+func (k *Kubelet) retryPendingAdmissions(ctx context.Context) {
+	k.mu.Lock()
+	k.admitRetryArmed = false
+	var pods []*v1.Pod
+	for uid := range k.pendingAdmission {
+		if p := k.podManager.GetPodByUID(uid); p != nil {
+			pods = append(pods, p)
+		} else {
+			delete(k.pendingAdmission, uid)
+		}
+	}
+	k.mu.Unlock()
+	sort.SliceStable(pods, func(i, j int) bool {
+		return pods[i].CreationTimestamp.Before(&pods[j].CreationTimestamp)
+	})
+	for _, pod := range pods {
+		if k.canAdmitPod(ctx, pod) != admitted {
+			if k.isPendingAdmission(pod.UID) {
+				return
+			}
+			continue
+		}
+		k.startPod(pod)
+	}
+	k.mu.Lock()
+	if len(k.pendingAdmission) == 0 {
+		k.admitRetryDelay = k.opts.AdmitRetryInitial
+	}
+	k.mu.Unlock()
+}
+
+func (k *Kubelet) isPendingAdmission(uid types.UID) bool {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.pendingAdmission[uid]
+}
+
+// currentStatus is the status sync last published for pod, else the pod's
+// own.
+func (k *Kubelet) currentStatus(pod *v1.Pod) v1.PodStatus {
+	if s, ok := k.podManager.GetPodStatus(pod.UID); ok {
+		return *s.DeepCopy()
+	}
+	return *pod.Status.DeepCopy()
+}
+
+// setCondition replaces or appends c, stamping lastTransitionTime when its
+// status changes, as podutil.UpdatePodCondition.
+func setCondition(s *v1.PodStatus, c v1.PodCondition) {
+	now := metav1.NewTime(time.Now().Truncate(time.Second))
+	for i := range s.Conditions {
+		if s.Conditions[i].Type != c.Type {
+			continue
+		}
+		c.LastTransitionTime = s.Conditions[i].LastTransitionTime
+		if s.Conditions[i].Status != c.Status || c.LastTransitionTime.IsZero() {
+			c.LastTransitionTime = now
+		}
+		s.Conditions[i] = c
+		return
+	}
+	c.LastTransitionTime = now
+	s.Conditions = append(s.Conditions, c)
+}
