@@ -17,8 +17,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/splitlet/splitlet/services/admission/qos"
 	"github.com/splitlet/splitlet/services/sync/internal/defaults"
-	"github.com/splitlet/splitlet/services/sync/internal/qos"
 )
 
 // FS is the part of the node's filesystem that generateContainerConfig

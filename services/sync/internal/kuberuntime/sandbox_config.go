@@ -15,8 +15,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/splitlet/splitlet/services/admission/qos"
 	"github.com/splitlet/splitlet/services/sync/internal/container"
-	"github.com/splitlet/splitlet/services/sync/internal/qos"
 )
 
 // Defaults for SandboxOptions and ContainerOptions: the kubelet's.

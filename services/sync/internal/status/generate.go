@@ -6,8 +6,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/splitlet/splitlet/services/admission/qos"
 	"github.com/splitlet/splitlet/services/sync/internal/container"
-	"github.com/splitlet/splitlet/services/sync/internal/qos"
 )
 
 // GenerateAPIPodStatus returns the pod's API status given the runtime's view
