@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -69,6 +70,15 @@ type Config struct {
 	// AdmissionFailurePolicy is "Fail" (a pod waits while admission cannot
 	// be asked) or "Ignore" (it is admitted).
 	AdmissionFailurePolicy string
+	// Kubeconfig is the kubeconfig of the Kubernetes API server whose pods
+	// bound to NodeName this splitlet runs (the DaemonSet deployment); empty
+	// disables the API server source, node registration and status writing.
+	Kubeconfig string
+	// RegisterNode registers NodeName as a Node and keeps its Lease and
+	// status fresh; only meaningful with Kubeconfig.
+	RegisterNode bool
+	// NodeLabels are extra labels of the registered Node.
+	NodeLabels map[string]string
 }
 
 // hidden flags are parsed but left out of the usage text.
@@ -108,6 +118,9 @@ func Parse(args []string, output io.Writer) (Config, error) {
 	fs.StringVar(&cfg.AdmissionEndpoint, "admission-endpoint", "", "address (host:port) of splitlet-admission's AdmissionService; empty admits every pod without asking and evicts nothing")
 	fs.DurationVar(&cfg.AdmissionTimeout, "admission-timeout", DefaultAdmissionTimeout, "longest wait for one admission decision")
 	fs.StringVar(&cfg.AdmissionFailurePolicy, "admission-failure-policy", "Fail", "when admission cannot be asked: Fail keeps new pods Pending (reason AdmissionUnavailable) and retries, Ignore admits them")
+	fs.StringVar(&cfg.Kubeconfig, "kubeconfig", "", "kubeconfig of a Kubernetes API server: run the pods bound to --node-name and write their status back; empty disables the API server source")
+	registerNode := fs.String("register-node", "", "register --node-name as a Node with a Lease in kube-node-lease (true or false; default true when --kubeconfig is set)")
+	nodeLabels := fs.String("node-labels", "", "comma-separated key=value labels added to the registered Node")
 	if err := fs.Parse(args); err != nil {
 		return Config{}, err
 	}
@@ -119,6 +132,24 @@ func Parse(args []string, output io.Writer) (Config, error) {
 	}
 	if nodeIPs != "" {
 		cfg.NodeIPs = strings.Split(nodeIPs, ",")
+	}
+	cfg.RegisterNode = cfg.Kubeconfig != ""
+	if *registerNode != "" {
+		b, err := strconv.ParseBool(*registerNode)
+		if err != nil {
+			return Config{}, fmt.Errorf("--register-node: %w", err)
+		}
+		cfg.RegisterNode = b && cfg.Kubeconfig != ""
+	}
+	if *nodeLabels != "" {
+		cfg.NodeLabels = map[string]string{}
+		for _, kv := range strings.Split(*nodeLabels, ",") {
+			k, v, ok := strings.Cut(kv, "=")
+			if !ok || k == "" {
+				return Config{}, fmt.Errorf("--node-labels: %q is not key=value", kv)
+			}
+			cfg.NodeLabels[k] = v
+		}
 	}
 	if cfg.NodeName == "" {
 		return Config{}, fmt.Errorf("--node-name is required (the hostname is unknown)")

@@ -33,6 +33,19 @@ func TestParse(t *testing.T) {
 		{desc: "admission flags", args: []string{"--admission-endpoint=127.0.0.1:7444", "--admission-timeout=500ms", "--admission-failure-policy=Ignore"}, check: func(c Config) bool {
 			return c.AdmissionEndpoint == "127.0.0.1:7444" && c.AdmissionTimeout == 500*time.Millisecond && c.AdmissionFailurePolicy == "Ignore"
 		}},
+		{desc: "API server source off by default", args: []string{"--node-name=n"}, check: func(c Config) bool {
+			return c.Kubeconfig == "" && !c.RegisterNode
+		}},
+		{desc: "kubeconfig turns node registration on", args: []string{"--kubeconfig=/k", "--node-labels=a=b,c="}, check: func(c Config) bool {
+			return c.Kubeconfig == "/k" && c.RegisterNode && c.NodeLabels["a"] == "b" && len(c.NodeLabels) == 2
+		}},
+		{desc: "register-node=false with kubeconfig", args: []string{"--kubeconfig=/k", "--register-node=false"}, check: func(c Config) bool {
+			return !c.RegisterNode
+		}},
+		{desc: "register-node without kubeconfig stays off", args: []string{"--register-node=true"}, check: func(c Config) bool {
+			return !c.RegisterNode
+		}},
+		{desc: "bad node label", args: []string{"--node-labels=nokey"}, wantErr: "--node-labels"},
 		{desc: "bad admission failure policy", args: []string{"--admission-failure-policy=fail"}, wantErr: "--admission-failure-policy must be Fail or Ignore"},
 		{desc: "zero admission timeout", args: []string{"--admission-timeout=0s"}, wantErr: "--admission-timeout must be positive"},
 		{desc: "bad log level", args: []string{"--log-level=loud"}, wantErr: "--log-level"},

@@ -1,8 +1,9 @@
 // Package daemon wires splitlet-sync together: the CRI client to the
 // gateway, the pod store, the sources, the pod manager, the runtime manager,
 // the admission client (when --admission-endpoint is set, with its eviction
-// watcher), the sync loop and the PodService, in that order, and runs them
-// until the context ends.
+// watcher), the sync loop, the API server source with its status manager,
+// event sink and node registration (when --kubeconfig is set) and the
+// PodService, in that order, and runs them until the context ends.
 package daemon
 
 import (
@@ -25,10 +26,12 @@ import (
 	"go.uber.org/zap"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
+	"k8s.io/client-go/kubernetes"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/splitlet/splitlet/proto/splitlet/pod/v1/podv1connect"
 	"github.com/splitlet/splitlet/services/sync/internal/admission"
+	"github.com/splitlet/splitlet/services/sync/internal/apiserver"
 	"github.com/splitlet/splitlet/services/sync/internal/backoff"
 	"github.com/splitlet/splitlet/services/sync/internal/config"
 	"github.com/splitlet/splitlet/services/sync/internal/events"
@@ -66,6 +69,13 @@ func Run(ctx context.Context, cfg config.Config) error {
 	sources := []string{source.APISourceName}
 	if cfg.ManifestDir != "" {
 		sources = append(sources, source.FileSourceName)
+	}
+	var kubeClient kubernetes.Interface
+	if cfg.Kubeconfig != "" {
+		if kubeClient, err = apiserver.NewClient(cfg.Kubeconfig); err != nil {
+			return err
+		}
+		sources = append(sources, apiserver.SourceName)
 	}
 	podConfig := source.NewPodConfig(sources...)
 	pods := podmanager.New()
@@ -109,6 +119,13 @@ func Run(ctx context.Context, cfg config.Config) error {
 		return err
 	}
 
+	finalizers := map[string]syncloop.Finalizer{source.APISourceName: apiSource}
+	var statusManager *apiserver.StatusManager
+	if kubeClient != nil {
+		statusManager = apiserver.NewStatusManager(kubeClient, pods, apiserver.StatusOptions{})
+		finalizers[apiserver.SourceName] = statusManager
+	}
+
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	kubelet := syncloop.New(syncloop.Options{
@@ -116,7 +133,7 @@ func Run(ctx context.Context, cfg config.Config) error {
 		BackOffPeriod:  min(cfg.BackOffBase, cfg.ResyncInterval),
 		RelistInterval: cfg.RelistInterval,
 		HostIPs:        cfg.NodeIPs,
-		Finalizers:     map[string]syncloop.Finalizer{source.APISourceName: apiSource},
+		Finalizers:     finalizers,
 		Metrics:        syncloop.NewMetrics(reg),
 		Recorder:       recorder,
 		Prober:         probes,
@@ -133,6 +150,19 @@ func Run(ctx context.Context, cfg config.Config) error {
 	}
 	if admissionClient != nil {
 		go admissionClient.WatchEvictions(ctx, kubelet)
+	}
+	if kubeClient != nil {
+		go apiserver.NewPodSource(kubeClient, cfg.NodeName, podConfig).Run(ctx)
+		go statusManager.Run(ctx)
+		go apiserver.NewEventSink(kubeClient, pods).Run(ctx, recorder)
+		if cfg.RegisterNode {
+			go apiserver.NewNodeRegistrar(kubeClient, apiserver.NodeOptions{
+				Name:           cfg.NodeName,
+				Labels:         cfg.NodeLabels,
+				Report:         nodeReport(cfg.AdmissionEndpoint),
+				StatusInterval: 20 * time.Second,
+			}).Run(ctx)
+		}
 	}
 
 	mux := http.NewServeMux()

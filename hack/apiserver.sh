@@ -1,0 +1,210 @@
+#!/usr/bin/env bash
+# A real etcd + kube-apiserver on loopback, for splitlet's API-server tests.
+#
+#   hack/apiserver.sh build   build kube-apiserver into _out/apiserver/bin (cached)
+#   hack/apiserver.sh start   start etcd and kube-apiserver in the background,
+#                             write _out/apiserver/kubeconfig (admin) and
+#                             _out/apiserver/node.kubeconfig, wait until healthy
+#   hack/apiserver.sh stop    stop both
+#   hack/apiserver.sh env     print the exports the integration test reads
+#                             (services/sync/test/apiserver): SPLITLET_KUBECONFIG
+#                             (admin) and SPLITLET_NODE_KUBECONFIG/_USER (the
+#                             node identity sync runs as, under the DaemonSet's RBAC)
+#
+# etcd comes from Debian (etcd-server, installed when missing). kube-apiserver
+# is built from the k8s.io/kubernetes module served by the Go module proxy. The
+# module zip lacks staging/ (the repository's go.mod replaces every k8s.io/*
+# library with ./staging/src/...), so the copy's replace block is rewritten to
+# the published k8s.io/* modules at the matching v0.X.Y versions.
+#
+# Environment:
+#   KUBE_VERSION    k8s.io/kubernetes version (default v1.36.3, the newest the
+#                   proxy served when this was written; there is no v1.37.x yet)
+#   APISERVER_DIR   state, certificates, logs (default _out/apiserver)
+#   ETCD_PORT, APISERVER_PORT  loopback ports (defaults 23790, 26443)
+set -euo pipefail
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+kube_version=${KUBE_VERSION:-v1.36.3}
+dir=${APISERVER_DIR:-$root/_out/apiserver}
+etcd_port=${ETCD_PORT:-23790}
+etcd_peer_port=$((etcd_port + 1))
+api_port=${APISERVER_PORT:-26443}
+bin_dir=$dir/bin
+apiserver_bin=$bin_dir/kube-apiserver-$kube_version
+
+log() { printf 'apiserver.sh: %s\n' "$*" >&2; }
+
+build() {
+	if [[ -x $apiserver_bin ]]; then
+		log "cached: $apiserver_bin"
+		return
+	fi
+	mkdir -p "$bin_dir"
+	local mod_dir src lib_version
+	mod_dir=$(cd "$dir" && GOWORK=off GOFLAGS=-mod=mod go mod download -json "k8s.io/kubernetes@$kube_version" |
+		sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
+	[[ -n $mod_dir ]] || { log "go mod download k8s.io/kubernetes@$kube_version failed"; exit 1; }
+	# k8s.io/kubernetes v1.X.Y publishes its staging libraries as v0.X.Y.
+	lib_version=v0.${kube_version#v1.}
+	src=$dir/src/kubernetes-$kube_version
+	rm -rf "$src"
+	mkdir -p "$(dirname "$src")"
+	cp -r "$mod_dir" "$src"
+	chmod -R u+w "$src"
+	rm -f "$src/go.work" "$src/go.work.sum"
+	rm -rf "$src/vendor"
+	# Point each ./staging replace at the published module.
+	sed -i -E "s#^([[:space:]]*k8s\.io/[a-z0-9-]+) => \./staging/src/k8s\.io/[a-z0-9-]+\$#\1 => \1 $lib_version#" "$src/go.mod"
+	# Drop replaces for staging modules the proxy does not serve at that version
+	# (nothing kube-apiserver imports; sample-* and the like).
+	local m
+	sed -n -E "s#^[[:space:]]*(k8s\.io/[a-z0-9-]+) => k8s\.io/[a-z0-9-]+ $lib_version\$#\1#p" "$src/go.mod" >"$dir/staging-modules"
+	while read -r m; do
+		if ! (cd "$dir" && GOWORK=off GOFLAGS=-mod=mod go list -m "$m@$lib_version" >/dev/null 2>&1); then
+			log "no $m@$lib_version on the proxy; dropping its replace and require"
+			sed -i -E "\#^[[:space:]]*$m (=> |v0\.0\.0)#d" "$src/go.mod"
+		fi
+	done <"$dir/staging-modules"
+	log "building kube-apiserver $kube_version (several minutes on 2 cores)"
+	# The version kube-apiserver reports (/version), as hack/lib/version.sh
+	# would stamp it; unset it reads v0.0.0-master.
+	local ldflags="-X k8s.io/component-base/version.gitVersion=$kube_version -X k8s.io/component-base/version.gitMajor=1"
+	ldflags+=" -X k8s.io/component-base/version.gitMinor=$(cut -d. -f2 <<<"$kube_version")"
+	(cd "$src" && GOWORK=off GOFLAGS=-mod=mod CGO_ENABLED=0 go build -ldflags "$ldflags" -o "$apiserver_bin" ./cmd/kube-apiserver)
+	log "built $apiserver_bin"
+}
+
+ensure_etcd() {
+	if ! command -v etcd >/dev/null; then
+		log "installing Debian etcd-server"
+		DEBIAN_FRONTEND=noninteractive apt-get install -y etcd-server >/dev/null
+	fi
+}
+
+certs() {
+	local pki=$dir/pki
+	[[ -f $pki/ca.crt ]] && return
+	mkdir -p "$pki"
+	(
+		cd "$pki"
+		openssl req -x509 -newkey rsa:2048 -nodes -days 365 -subj "/CN=splitlet-test-ca" \
+			-keyout ca.key -out ca.crt 2>/dev/null
+		cat >serving.ext <<-EOF
+			subjectAltName=IP:127.0.0.1,DNS:localhost,IP:10.96.0.1,DNS:kubernetes.default.svc
+			extendedKeyUsage=serverAuth
+		EOF
+		openssl req -newkey rsa:2048 -nodes -subj "/CN=kube-apiserver" -keyout serving.key -out serving.csr 2>/dev/null
+		openssl x509 -req -in serving.csr -CA ca.crt -CAkey ca.key -CAcreateserial -days 365 \
+			-extfile serving.ext -out serving.crt 2>/dev/null
+		# Service-account signing key pair.
+		openssl genrsa -out sa.key 2048 2>/dev/null
+		openssl rsa -in sa.key -pubout -out sa.pub 2>/dev/null
+	)
+	# Static tokens: an admin, and a node identity in system:nodes (RBAC, not
+	# the Node authorizer, decides what it may do: deploy/daemonset/rbac.yaml).
+	printf '%s,admin,admin,system:masters\n' "$(token admin)" >"$pki/tokens.csv"
+	printf '%s,system:node:splitlet-node,splitlet-node,system:nodes\n' "$(token node)" >>"$pki/tokens.csv"
+}
+
+token() { printf 'splitlet-%s-%s' "$1" "$(tr -d - </proc/sys/kernel/random/boot_id | cut -c1-16)"; }
+
+kubeconfig() { # name user token
+	cat >"$dir/$1" <<-EOF
+		apiVersion: v1
+		kind: Config
+		clusters:
+		- name: test
+		  cluster:
+		    server: https://127.0.0.1:$api_port
+		    certificate-authority: $dir/pki/ca.crt
+		users:
+		- name: $2
+		  user:
+		    token: $3
+		contexts:
+		- name: test
+		  context: {cluster: test, user: $2}
+		current-context: test
+	EOF
+}
+
+start() {
+	build
+	ensure_etcd
+	certs
+	mkdir -p "$dir/etcd" "$dir/log"
+	if ! [[ -f $dir/etcd.pid ]] || ! kill -0 "$(cat "$dir/etcd.pid")" 2>/dev/null; then
+		etcd --name splitlet-test --data-dir "$dir/etcd" \
+			--listen-client-urls "http://127.0.0.1:$etcd_port" --advertise-client-urls "http://127.0.0.1:$etcd_port" \
+			--listen-peer-urls "http://127.0.0.1:$etcd_peer_port" --initial-advertise-peer-urls "http://127.0.0.1:$etcd_peer_port" \
+			--initial-cluster "splitlet-test=http://127.0.0.1:$etcd_peer_port" \
+			>"$dir/log/etcd.log" 2>&1 &
+		echo $! >"$dir/etcd.pid"
+	fi
+	if ! [[ -f $dir/apiserver.pid ]] || ! kill -0 "$(cat "$dir/apiserver.pid")" 2>/dev/null; then
+		"$apiserver_bin" \
+			--etcd-servers "http://127.0.0.1:$etcd_port" \
+			--bind-address 127.0.0.1 --advertise-address 127.0.0.1 --secure-port "$api_port" \
+			--tls-cert-file "$dir/pki/serving.crt" --tls-private-key-file "$dir/pki/serving.key" \
+			--client-ca-file "$dir/pki/ca.crt" \
+			--token-auth-file "$dir/pki/tokens.csv" \
+			--authorization-mode RBAC \
+			--service-account-issuer https://kubernetes.default.svc \
+			--service-account-key-file "$dir/pki/sa.pub" \
+			--service-account-signing-key-file "$dir/pki/sa.key" \
+			--service-cluster-ip-range 10.96.0.0/16 \
+			--disable-admission-plugins ServiceAccount \
+			>"$dir/log/kube-apiserver.log" 2>&1 &
+		echo $! >"$dir/apiserver.pid"
+	fi
+	kubeconfig kubeconfig admin "$(token admin)"
+	kubeconfig node.kubeconfig splitlet-node "$(token node)"
+	for _ in $(seq 1 120); do
+		if ! kill -0 "$(cat "$dir/apiserver.pid")" 2>/dev/null; then
+			log "kube-apiserver exited; see $dir/log/kube-apiserver.log"
+			tail -5 "$dir/log/kube-apiserver.log" >&2
+			rm -f "$dir/apiserver.pid"
+			exit 1
+		fi
+		if curl -fsk -H "Authorization: Bearer $(token admin)" "https://127.0.0.1:$api_port/readyz" >/dev/null 2>&1; then
+			log "ready: https://127.0.0.1:$api_port (kubeconfig $dir/kubeconfig)"
+			return
+		fi
+		sleep 1
+	done
+	log "kube-apiserver not ready after 120 s; see $dir/log/kube-apiserver.log"
+	tail -20 "$dir/log/kube-apiserver.log" >&2
+	exit 1
+}
+
+# stop ends kube-apiserver, then etcd, each by the PID start recorded, and
+# waits for it to exit so that a following start finds its ports free.
+stop() {
+	local p pid
+	for p in apiserver etcd; do
+		[[ -f $dir/$p.pid ]] || continue
+		pid=$(cat "$dir/$p.pid")
+		kill "$pid" 2>/dev/null || true
+		for _ in $(seq 1 100); do
+			kill -0 "$pid" 2>/dev/null || break
+			sleep 0.1
+		done
+		kill -9 "$pid" 2>/dev/null || true
+		rm -f "$dir/$p.pid"
+	done
+}
+
+case ${1:-start} in
+build) build ;;
+start) start ;;
+stop) stop ;;
+env)
+	echo "export SPLITLET_KUBECONFIG=$dir/kubeconfig"
+	echo "export SPLITLET_NODE_KUBECONFIG=$dir/node.kubeconfig SPLITLET_NODE_USER=system:node:splitlet-node"
+	;;
+*)
+	echo "usage: $0 build|start|stop|env" >&2
+	exit 2
+	;;
+esac

@@ -1,0 +1,45 @@
+// Package apiserver connects splitlet-sync to a Kubernetes API server, for
+// the DaemonSet deployment in which splitlet plays a node's kubelet:
+//
+//   - PodSource watches the pods bound to this node (field selector
+//     spec.nodeName) with a client-go informer and hands the full set to the
+//     config mux under the source name "apiserver" on every change, as the
+//     kubelet's config/apiserver.go does;
+//   - StatusManager writes the statuses the pod workers generate back through
+//     the pods/status subresource, batched through a dirty set and retried
+//     periodically and on conflict (the kubelet's status_manager), and
+//     deletes a deleted pod's object once it has terminated (grace 0, UID
+//     precondition);
+//   - NodeRegistrar registers the Node (labels, a taint that keeps pods not
+//     asking for splitlet away, capacity, conditions), renews its Lease in
+//     kube-node-lease and refreshes the node status.
+//
+// Usage sketch:
+//
+//	client, _ := apiserver.NewClient(kubeconfig)
+//	go apiserver.NewPodSource(client, node, podConfig).Run(ctx)
+//	sm := apiserver.NewStatusManager(client, podManager, apiserver.StatusOptions{})
+//	go sm.Run(ctx) // and register sm as the "apiserver" Finalizer
+//	go apiserver.NewNodeRegistrar(client, apiserver.NodeOptions{Name: node}).Run(ctx)
+package apiserver
+
+import (
+	"fmt"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+// SourceName is the config mux's name for the API server source. The
+// PodService source already took the kubelet's "api".
+const SourceName = "apiserver"
+
+// NewClient builds a clientset from a kubeconfig file.
+func NewClient(kubeconfig string) (kubernetes.Interface, error) {
+	rc, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		return nil, fmt.Errorf("kubeconfig %s: %w", kubeconfig, err)
+	}
+	rc.UserAgent = "splitlet-sync"
+	return kubernetes.NewForConfig(rc)
+}

@@ -1,0 +1,301 @@
+package apiserver
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"runtime"
+	"time"
+
+	"go.uber.org/zap"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/util/retry"
+
+	"github.com/splitlet/splitlet/services/sync/internal/logctx"
+)
+
+// Taint keeps pods that do not tolerate it off splitlet's nodes: only pods
+// that ask for splitlet land there.
+var Taint = v1.Taint{Key: "splitlet.dev/agent", Value: "splitlet", Effect: v1.TaintEffectNoSchedule}
+
+// LeaseNamespace holds the node leases, as for kubelets.
+const LeaseNamespace = "kube-node-lease"
+
+// NodeReport is what the node agent's other parts know about the node.
+type NodeReport struct {
+	Capacity    v1.ResourceList
+	Allocatable v1.ResourceList
+	// Conditions other than Ready: admission's MemoryPressure,
+	// DiskPressure and PIDPressure.
+	Conditions []v1.NodeCondition
+}
+
+// ReportFunc reports the node's resources and pressure conditions (from
+// admission's GetNode, or from the machine).
+type ReportFunc func(ctx context.Context) (NodeReport, error)
+
+// NodeOptions configure a NodeRegistrar.
+type NodeOptions struct {
+	// Name of the Node; splitlet's --node-name.
+	Name string
+	// Labels added to the defaults (kubernetes.io/hostname, os, arch).
+	Labels map[string]string
+	// Report gives capacity, allocatable and pressure conditions; nil
+	// reports none.
+	Report ReportFunc
+	// LeaseInterval is the Lease renewal period [10 s, the kubelet's].
+	LeaseInterval time.Duration
+	// StatusInterval is the node status update period [1 min, the
+	// kubelet's nodeStatusReportFrequency].
+	StatusInterval time.Duration
+	// Now is the clock (tests).
+	Now func() time.Time
+}
+
+// NodeRegistrar registers a Node and keeps it alive.
+type NodeRegistrar struct {
+	client kubernetes.Interface
+	opts   NodeOptions
+}
+
+// NewNodeRegistrar returns a registrar for opts.Name.
+func NewNodeRegistrar(client kubernetes.Interface, opts NodeOptions) *NodeRegistrar {
+	if opts.LeaseInterval <= 0 {
+		opts.LeaseInterval = 10 * time.Second
+	}
+	if opts.StatusInterval <= 0 {
+		opts.StatusInterval = time.Minute
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	return &NodeRegistrar{client: client, opts: opts}
+}
+
+// Run registers the node, retrying until it succeeds, then renews the
+// lease and the node status until ctx ends.
+func (r *NodeRegistrar) Run(ctx context.Context) {
+	log := logctx.From(ctx).With(zap.String("node", r.opts.Name))
+	for {
+		err := r.Register(ctx)
+		if err == nil {
+			break
+		}
+		log.Info("node registration failed; retrying", zap.Error(err))
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(7 * time.Second):
+		}
+	}
+	log.Info("node registered")
+	lease := time.NewTicker(r.opts.LeaseInterval)
+	defer lease.Stop()
+	st := time.NewTicker(r.opts.StatusInterval)
+	defer st.Stop()
+	if err := r.RenewLease(ctx); err != nil {
+		log.Info("lease renewal failed", zap.Error(err))
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-lease.C:
+			if err := r.RenewLease(ctx); err != nil {
+				log.Info("lease renewal failed", zap.Error(err))
+			}
+		case <-st.C:
+			if err := r.UpdateStatus(ctx); err != nil {
+				log.Info("node status update failed", zap.Error(err))
+			}
+		}
+	}
+}
+
+// node builds the desired Node. Matches the kubelet's initialNode, with
+// splitlet's taint in place of --register-with-taints.
+func (r *NodeRegistrar) node(ctx context.Context) (*v1.Node, error) {
+	labels := map[string]string{
+		v1.LabelHostname:     r.opts.Name,
+		v1.LabelOSStable:     runtime.GOOS,
+		v1.LabelArchStable:   runtime.GOARCH,
+		"splitlet.dev/agent": "splitlet",
+	}
+	maps.Copy(labels, r.opts.Labels)
+	n := &v1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: r.opts.Name, Labels: labels},
+		Spec:       v1.NodeSpec{Taints: []v1.Taint{Taint}},
+	}
+	if err := r.fillStatus(ctx, n); err != nil {
+		return nil, err
+	}
+	return n, nil
+}
+
+// fillStatus sets the node's resources, conditions and info.
+func (r *NodeRegistrar) fillStatus(ctx context.Context, n *v1.Node) error {
+	var report NodeReport
+	if r.opts.Report != nil {
+		var err error
+		report, err = r.opts.Report(ctx)
+		if err != nil {
+			// Admission being away must not make the node look dead: the
+			// heartbeat goes on with the last known resources and
+			// conditions, which stay as the API server has them.
+			logctx.From(ctx).Info("node report unavailable; keeping the last one", zap.Error(err))
+			report = NodeReport{}
+		} else {
+			n.Status.Capacity, n.Status.Allocatable = report.Capacity, report.Allocatable
+		}
+	}
+	now := metav1.NewTime(r.opts.Now())
+	ready := v1.NodeCondition{
+		Type: v1.NodeReady, Status: v1.ConditionTrue, Reason: "SplitletReady",
+		Message: "splitlet is posting ready status", LastHeartbeatTime: now, LastTransitionTime: now,
+	}
+	// Keep the transition time while Ready stays True.
+	for _, c := range n.Status.Conditions {
+		if c.Type == v1.NodeReady && c.Status == v1.ConditionTrue && !c.LastTransitionTime.IsZero() {
+			ready.LastTransitionTime = c.LastTransitionTime
+		}
+	}
+	conditions := []v1.NodeCondition{ready}
+	reported := map[v1.NodeConditionType]bool{v1.NodeReady: true}
+	for _, c := range report.Conditions {
+		if reported[c.Type] {
+			continue
+		}
+		reported[c.Type] = true
+		c.LastHeartbeatTime = now
+		if c.LastTransitionTime.IsZero() {
+			c.LastTransitionTime = now
+		}
+		conditions = append(conditions, c)
+	}
+	// Conditions nobody reports now (another agent's, or admission being
+	// away) are kept as they were.
+	for _, c := range n.Status.Conditions {
+		if !reported[c.Type] {
+			conditions = append(conditions, c)
+		}
+	}
+	n.Status.Conditions = conditions
+	n.Status.NodeInfo.OperatingSystem = runtime.GOOS
+	n.Status.NodeInfo.Architecture = runtime.GOARCH
+	n.Status.NodeInfo.KubeletVersion = "splitlet"
+	return nil
+}
+
+// Register creates the Node, or adopts an existing one: its labels and
+// taint are made to match and its status is refreshed. Matches the
+// kubelet's tryRegisterWithAPIServer (create, and on AlreadyExists
+// reconcile the existing node).
+func (r *NodeRegistrar) Register(ctx context.Context) error {
+	want, err := r.node(ctx)
+	if err != nil {
+		return err
+	}
+	nodes := r.client.CoreV1().Nodes()
+	created, err := nodes.Create(ctx, want, metav1.CreateOptions{})
+	switch {
+	case err == nil:
+		// Create ignores status; write it.
+		created.Status = want.Status
+		_, err = nodes.UpdateStatus(ctx, created, metav1.UpdateOptions{})
+		return err
+	case !apierrors.IsAlreadyExists(err):
+		return fmt.Errorf("create node %s: %w", r.opts.Name, err)
+	}
+	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		cur, err := nodes.Get(ctx, r.opts.Name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		next := cur.DeepCopy()
+		if next.Labels == nil {
+			next.Labels = map[string]string{}
+		}
+		maps.Copy(next.Labels, want.Labels)
+		if !hasTaint(next.Spec.Taints, Taint) {
+			next.Spec.Taints = append(next.Spec.Taints, Taint)
+		}
+		_, err = nodes.Update(ctx, next, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("update node %s: %w", r.opts.Name, err)
+	}
+	return r.UpdateStatus(ctx)
+}
+
+func hasTaint(taints []v1.Taint, t v1.Taint) bool {
+	for _, x := range taints {
+		if x.Key == t.Key && x.Effect == t.Effect && x.Value == t.Value {
+			return true
+		}
+	}
+	return false
+}
+
+// UpdateStatus refreshes the node's conditions (heartbeat) and resources.
+// Matches the kubelet's updateNodeStatus, retried on conflict.
+func (r *NodeRegistrar) UpdateStatus(ctx context.Context) error {
+	nodes := r.client.CoreV1().Nodes()
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		cur, err := nodes.Get(ctx, r.opts.Name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		next := cur.DeepCopy()
+		if err := r.fillStatus(ctx, next); err != nil {
+			return err
+		}
+		_, err = nodes.UpdateStatus(ctx, next, metav1.UpdateOptions{})
+		return err
+	})
+}
+
+// leaseDurationSeconds is the kubelet's default node lease duration (40 s).
+const leaseDurationSeconds = 40
+
+// RenewLease creates or renews the node's Lease, owned by the Node so that
+// deleting the Node deletes it. Matches the kubelet's nodelease controller.
+func (r *NodeRegistrar) RenewLease(ctx context.Context) error {
+	leases := r.client.CoordinationV1().Leases(LeaseNamespace)
+	now := metav1.NewMicroTime(r.opts.Now())
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		cur, err := leases.Get(ctx, r.opts.Name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			l := &coordinationv1.Lease{
+				ObjectMeta: metav1.ObjectMeta{Name: r.opts.Name, Namespace: LeaseNamespace},
+				Spec: coordinationv1.LeaseSpec{
+					HolderIdentity:       &r.opts.Name,
+					LeaseDurationSeconds: ptr(int32(leaseDurationSeconds)),
+					RenewTime:            &now,
+				},
+			}
+			if node, err := r.client.CoreV1().Nodes().Get(ctx, r.opts.Name, metav1.GetOptions{}); err == nil {
+				l.OwnerReferences = []metav1.OwnerReference{{
+					APIVersion: "v1", Kind: "Node", Name: node.Name, UID: node.UID,
+				}}
+			}
+			_, err = leases.Create(ctx, l, metav1.CreateOptions{})
+			return err
+		}
+		if err != nil {
+			return err
+		}
+		next := cur.DeepCopy()
+		next.Spec.HolderIdentity = &r.opts.Name
+		next.Spec.LeaseDurationSeconds = ptr(int32(leaseDurationSeconds))
+		next.Spec.RenewTime = &now
+		_, err = leases.Update(ctx, next, metav1.UpdateOptions{})
+		return err
+	})
+}
+
+func ptr[T any](v T) *T { return &v }

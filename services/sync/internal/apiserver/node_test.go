@@ -1,0 +1,175 @@
+package apiserver
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes/fake"
+)
+
+func report(context.Context) (NodeReport, error) {
+	return NodeReport{
+		Capacity:    v1.ResourceList{v1.ResourceCPU: resource.MustParse("4"), v1.ResourcePods: resource.MustParse("110")},
+		Allocatable: v1.ResourceList{v1.ResourceCPU: resource.MustParse("3500m"), v1.ResourcePods: resource.MustParse("110")},
+		Conditions: []v1.NodeCondition{
+			{Type: v1.NodeMemoryPressure, Status: v1.ConditionTrue, Reason: "KubeletHasInsufficientMemory"},
+			// Ready is splitlet's to report, not admission's.
+			{Type: v1.NodeReady, Status: v1.ConditionFalse},
+		},
+	}, nil
+}
+
+func findNodeCondition(n *v1.Node, t v1.NodeConditionType) *v1.NodeCondition {
+	for i := range n.Status.Conditions {
+		if n.Status.Conditions[i].Type == t {
+			return &n.Status.Conditions[i]
+		}
+	}
+	return nil
+}
+
+func TestRegister(t *testing.T) {
+	for _, tc := range []struct {
+		desc     string
+		existing *v1.Node
+	}{
+		{desc: "new node created"},
+		{desc: "existing node adopted, its labels and taints kept", existing: &v1.Node{
+			ObjectMeta: metav1.ObjectMeta{Name: "n1", Labels: map[string]string{"keep": "me"}},
+			Spec:       v1.NodeSpec{Taints: []v1.Taint{{Key: "other", Effect: v1.TaintEffectNoExecute}}},
+		}},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			var objs []runtime.Object
+			if tc.existing != nil {
+				objs = append(objs, tc.existing)
+			}
+			client := fake.NewClientset(objs...)
+			r := NewNodeRegistrar(client, NodeOptions{Name: "n1", Labels: map[string]string{"zone": "z"}, Report: report})
+			if err := r.Register(t.Context()); err != nil {
+				t.Fatalf("Register: %v", err)
+			}
+			// Registering twice must not duplicate the taint.
+			if err := r.Register(t.Context()); err != nil {
+				t.Fatalf("second Register: %v", err)
+			}
+			n, err := client.CoreV1().Nodes().Get(t.Context(), "n1", metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n.Labels[v1.LabelHostname] != "n1" || n.Labels["zone"] != "z" {
+				t.Errorf("labels %v", n.Labels)
+			}
+			if tc.existing != nil && n.Labels["keep"] != "me" {
+				t.Errorf("existing label lost: %v", n.Labels)
+			}
+			count := 0
+			for _, taint := range n.Spec.Taints {
+				if taint == Taint {
+					count++
+				}
+			}
+			if count != 1 {
+				t.Errorf("taints %v: want splitlet's taint once", n.Spec.Taints)
+			}
+			if tc.existing != nil && len(n.Spec.Taints) != 2 {
+				t.Errorf("taints %v: existing taint lost", n.Spec.Taints)
+			}
+			if got := n.Status.Allocatable[v1.ResourceCPU]; got.Cmp(resource.MustParse("3500m")) != 0 {
+				t.Errorf("allocatable cpu %s", got.String())
+			}
+			if len(n.Status.Conditions) == 0 || n.Status.Conditions[0].Type != v1.NodeReady ||
+				n.Status.Conditions[0].Status != v1.ConditionTrue || n.Status.Conditions[0].Reason != "SplitletReady" {
+				t.Errorf("conditions %+v, want Ready=True SplitletReady", n.Status.Conditions)
+			}
+			if c := findNodeCondition(n, v1.NodeMemoryPressure); c == nil || c.Status != v1.ConditionTrue || c.LastHeartbeatTime.IsZero() {
+				t.Errorf("conditions %+v, want admission's MemoryPressure=True with a heartbeat", n.Status.Conditions)
+			}
+			if len(n.Status.Conditions) != 2 {
+				t.Errorf("conditions %+v, want Ready and MemoryPressure once each", n.Status.Conditions)
+			}
+		})
+	}
+}
+
+func TestUpdateStatusKeepsReadyTransitionTime(t *testing.T) {
+	client := fake.NewClientset()
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	r := NewNodeRegistrar(client, NodeOptions{Name: "n1", Now: func() time.Time { return now }})
+	if err := r.Register(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	first := now
+	now = now.Add(time.Minute)
+	if err := r.UpdateStatus(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	n, _ := client.CoreV1().Nodes().Get(t.Context(), "n1", metav1.GetOptions{})
+	c := n.Status.Conditions[0]
+	if !c.LastHeartbeatTime.Time.Equal(now) {
+		t.Errorf("heartbeat %v, want %v", c.LastHeartbeatTime, now)
+	}
+	if !c.LastTransitionTime.Time.Equal(first) {
+		t.Errorf("transition %v, want %v (Ready did not change)", c.LastTransitionTime, first)
+	}
+}
+
+func TestRenewLease(t *testing.T) {
+	client := fake.NewClientset()
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	r := NewNodeRegistrar(client, NodeOptions{Name: "n1", Now: func() time.Time { return now }})
+	if err := r.Register(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.RenewLease(t.Context()); err != nil {
+		t.Fatalf("create lease: %v", err)
+	}
+	now = now.Add(10 * time.Second)
+	if err := r.RenewLease(t.Context()); err != nil {
+		t.Fatalf("renew lease: %v", err)
+	}
+	l, err := client.CoordinationV1().Leases(LeaseNamespace).Get(t.Context(), "n1", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.Spec.RenewTime == nil || !l.Spec.RenewTime.Time.Equal(now) {
+		t.Errorf("renew time %v, want %v", l.Spec.RenewTime, now)
+	}
+	if l.Spec.HolderIdentity == nil || *l.Spec.HolderIdentity != "n1" || len(l.OwnerReferences) != 1 || l.OwnerReferences[0].Kind != "Node" {
+		t.Errorf("lease %+v: want holder n1 owned by its Node", l)
+	}
+}
+
+func TestUpdateStatusWithoutReportKeepsLastKnown(t *testing.T) {
+	client := fake.NewClientset()
+	fail := false
+	r := NewNodeRegistrar(client, NodeOptions{Name: "n1", Report: func(ctx context.Context) (NodeReport, error) {
+		if fail {
+			return NodeReport{}, errors.New("admission unreachable")
+		}
+		return report(ctx)
+	}})
+	if err := r.Register(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	fail = true
+	if err := r.UpdateStatus(t.Context()); err != nil {
+		t.Fatalf("UpdateStatus with the report failing: %v", err)
+	}
+	n, _ := client.CoreV1().Nodes().Get(t.Context(), "n1", metav1.GetOptions{})
+	if got := n.Status.Capacity[v1.ResourceCPU]; got.Cmp(resource.MustParse("4")) != 0 {
+		t.Errorf("capacity cpu %s, want the last known 4", got.String())
+	}
+	if c := findNodeCondition(n, v1.NodeMemoryPressure); c == nil || c.Status != v1.ConditionTrue {
+		t.Errorf("conditions %+v: last known MemoryPressure lost", n.Status.Conditions)
+	}
+	if c := findNodeCondition(n, v1.NodeReady); c == nil || c.Status != v1.ConditionTrue {
+		t.Errorf("conditions %+v: want Ready=True", n.Status.Conditions)
+	}
+}

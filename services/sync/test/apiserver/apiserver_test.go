@@ -1,0 +1,429 @@
+// Package apiserver_test runs splitlet-gateway (fake backend) and
+// splitlet-sync against a real kube-apiserver: the node registers and stays
+// Ready, a pod bound to it runs and its status reaches the API server,
+// deleting it terminates it and removes the object, and restarting sync
+// restarts no container.
+//
+// It needs a running API server: hack/apiserver.sh start, then
+//
+//	eval "$(hack/apiserver.sh env)"   # SPLITLET_KUBECONFIG=_out/apiserver/kubeconfig
+//	cd services/sync && go test ./test/apiserver/ -v
+//
+// Without SPLITLET_KUBECONFIG every test skips.
+package apiserver_test
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+const (
+	kubeconfigEnv = "SPLITLET_KUBECONFIG"
+	// nodeKubeconfigEnv, when set, is the credential sync runs with instead
+	// of the admin's: the test binds deploy/daemonset/rbac.yaml's roles to
+	// its user (nodeUserEnv), so the run proves those rules suffice.
+	nodeKubeconfigEnv = "SPLITLET_NODE_KUBECONFIG"
+	nodeUserEnv       = "SPLITLET_NODE_USER"
+)
+
+var binDir string
+
+func TestMain(m *testing.M) {
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) int {
+	if os.Getenv(kubeconfigEnv) == "" {
+		// Tests skip with the reason; nothing to build.
+		return m.Run()
+	}
+	dir, err := os.MkdirTemp("", "splitlet-apiserver-test-bin")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	binDir = dir
+	for _, b := range []struct{ out, pkg string }{
+		{"splitlet-gateway", "../../../../gateway/cmd/splitlet-gateway"},
+		{"splitlet-sync", "../../cmd/splitlet-sync"},
+		{"splitlet-admission", "../../../admission/cmd/splitlet-admission"},
+	} {
+		cmd := exec.Command("go", "build", "-o", filepath.Join(dir, b.out), b.pkg)
+		cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+		if err := cmd.Run(); err != nil {
+			fmt.Fprintf(os.Stderr, "build %s: %v\n", b.pkg, err)
+			return 1
+		}
+	}
+	return m.Run()
+}
+
+func kubeClient(t *testing.T) (kubernetes.Interface, string) {
+	t.Helper()
+	path := os.Getenv(kubeconfigEnv)
+	if path == "" {
+		t.Skip(kubeconfigEnv + " is unset: start an API server with hack/apiserver.sh start and eval \"$(hack/apiserver.sh env)\"")
+	}
+	rc, err := clientcmd.BuildConfigFromFlags("", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c, path
+}
+
+func waitFor(t *testing.T, timeout time.Duration, what string, cond func() (bool, string)) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	last := ""
+	for time.Now().Before(deadline) {
+		ok, msg := cond()
+		if ok {
+			return
+		}
+		last = msg
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Fatalf("timed out after %s waiting for %s: %s", timeout, what, last)
+}
+
+func stop(cmd *exec.Cmd) {
+	if cmd == nil || cmd.Process == nil || cmd.ProcessState != nil {
+		return
+	}
+	_ = cmd.Process.Signal(syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		_ = cmd.Process.Kill()
+		<-done
+	}
+}
+
+type stack struct {
+	t        *testing.T
+	dir      string
+	syncArgs []string
+	addr     string
+	sync     *exec.Cmd
+	cri      runtimeapi.RuntimeServiceClient
+}
+
+func startStack(t *testing.T, kubeconfig, node string) *stack {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "sapi")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	sock := filepath.Join(dir, "gw.sock")
+	gwLog, err := os.Create(filepath.Join(dir, "gateway.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	gw := exec.Command(filepath.Join(binDir, "splitlet-gateway"), "--backend=fake", "--socket="+sock,
+		"--metrics-addr=", "--allowed-host-path=/", "--log-level=warn")
+	gw.Stdout, gw.Stderr = gwLog, gwLog
+	if err := gw.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { stop(gw) })
+	conn, err := grpc.NewClient("unix://"+sock, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = conn.Close() })
+	s := &stack{t: t, dir: dir, cri: runtimeapi.NewRuntimeServiceClient(conn)}
+	waitFor(t, 10*time.Second, "gateway up", func() (bool, string) {
+		_, err := s.cri.Version(context.Background(), &runtimeapi.VersionRequest{})
+		return err == nil, fmt.Sprint(err)
+	})
+	s.addr = freeAddr(t)
+
+	// Admission reports the node's resources (GetNode); its pod capacity
+	// is set apart from the machine fallback's 110 so the test can tell
+	// where the Node's capacity came from.
+	admAddr := freeAddr(t)
+	admConfig := filepath.Join(dir, "admission.yaml")
+	if err := os.WriteFile(admConfig, []byte(fmt.Sprintf("listen: %s\ngatewayEndpoint: unix://%s\nnode:\n  maxPods: %d\n",
+		admAddr, sock, admissionMaxPods)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	admLog, err := os.Create(filepath.Join(dir, "admission.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	adm := exec.Command(filepath.Join(binDir, "splitlet-admission"), "--config="+admConfig, "--node-name="+node, "--log-level=warn")
+	adm.Stdout, adm.Stderr = admLog, admLog
+	if err := adm.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { stop(adm) })
+	// Sync registers the node with admission's report: admission must be
+	// listening first, or the first Node would carry no capacity.
+	waitFor(t, 10*time.Second, "admission up", func() (bool, string) {
+		c, err := net.Dial("tcp", admAddr)
+		if err != nil {
+			return false, err.Error()
+		}
+		c.Close()
+		return true, ""
+	})
+	s.syncArgs = []string{
+		"--listen=" + s.addr,
+		"--runtime-endpoint=unix://" + sock,
+		"--state-dir=" + filepath.Join(dir, "state"),
+		"--pod-logs-root=" + filepath.Join(dir, "logs"),
+		"--node-name=" + node,
+		"--kubeconfig=" + kubeconfig,
+		"--admission-endpoint=" + admAddr,
+		"--admission-failure-policy=Ignore",
+		"--resync-interval=500ms",
+		"--relist-interval=200ms",
+		"--log-level=debug",
+	}
+	s.startSync()
+	t.Cleanup(func() {
+		stop(s.sync)
+		if t.Failed() {
+			for _, f := range []string{"sync.log", "gateway.log", "admission.log"} {
+				data, _ := os.ReadFile(filepath.Join(dir, f))
+				lines := strings.Split(string(data), "\n")
+				if len(lines) > 60 {
+					lines = lines[len(lines)-60:]
+				}
+				t.Logf("last lines of %s:\n%s", f, strings.Join(lines, "\n"))
+			}
+		}
+	})
+	return s
+}
+
+// admissionMaxPods is the pod capacity admission reports for the node.
+const admissionMaxPods = 42
+
+// freeAddr returns a loopback address nobody listens on right now.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+func (s *stack) startSync() {
+	t := s.t
+	t.Helper()
+	f, err := os.OpenFile(filepath.Join(s.dir, "sync.log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.sync = exec.Command(filepath.Join(binDir, "splitlet-sync"), s.syncArgs...)
+	s.sync.Stdout, s.sync.Stderr = f, f
+	if err := s.sync.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, "sync up", func() (bool, string) {
+		resp, err := http.Get("http://" + s.addr + "/healthz")
+		if err != nil {
+			return false, err.Error()
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK, resp.Status
+	})
+}
+
+// containerIDs lists the runtime's running containers.
+func (s *stack) containerIDs() map[string]bool {
+	s.t.Helper()
+	resp, err := s.cri.ListContainers(context.Background(), &runtimeapi.ListContainersRequest{
+		Filter: &runtimeapi.ContainerFilter{State: &runtimeapi.ContainerStateValue{State: runtimeapi.ContainerState_CONTAINER_RUNNING}},
+	})
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	ids := map[string]bool{}
+	for _, c := range resp.Containers {
+		ids[c.Id] = true
+	}
+	return ids
+}
+
+func TestPodLifecycleOnRealAPIServer(t *testing.T) {
+	client, kubeconfig := kubeClient(t)
+	ctx := t.Context()
+	node := fmt.Sprintf("splitlet-it-%d", time.Now().UnixNano()%1_000_000)
+	if nk := os.Getenv(nodeKubeconfigEnv); nk != "" {
+		user := os.Getenv(nodeUserEnv)
+		if user == "" {
+			user = "system:node:splitlet-node"
+		}
+		bindDeployRBAC(t, client, user)
+		kubeconfig = nk
+		t.Logf("sync runs as %s with deploy/daemonset/rbac.yaml's rules", user)
+	} else {
+		t.Logf("%s unset: sync runs with the admin credential; deploy/daemonset/rbac.yaml is not exercised", nodeKubeconfigEnv)
+	}
+	t.Cleanup(func() {
+		// No garbage collector runs beside a bare API server: the Lease
+		// the Node owns is deleted by hand.
+		_ = client.CoreV1().Nodes().Delete(context.Background(), node, metav1.DeleteOptions{})
+		_ = client.CoordinationV1().Leases("kube-node-lease").Delete(context.Background(), node, metav1.DeleteOptions{})
+	})
+	s := startStack(t, kubeconfig, node)
+
+	nodeReady := func() (bool, string) {
+		n, err := client.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		for _, c := range n.Status.Conditions {
+			if c.Type == v1.NodeReady {
+				return c.Status == v1.ConditionTrue, string(c.Status) + " " + c.Reason
+			}
+		}
+		return false, "no Ready condition"
+	}
+	waitFor(t, 30*time.Second, "node registered and Ready", nodeReady)
+	n, err := client.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := n.Status.Capacity[v1.ResourcePods]; got.Value() != admissionMaxPods {
+		t.Errorf("node pod capacity %s, want admission's %d", got.String(), admissionMaxPods)
+	}
+	pressure := map[v1.NodeConditionType]v1.ConditionStatus{}
+	for _, c := range n.Status.Conditions {
+		pressure[c.Type] = c.Status
+	}
+	for _, ct := range []v1.NodeConditionType{v1.NodeMemoryPressure, v1.NodeDiskPressure, v1.NodePIDPressure} {
+		if _, ok := pressure[ct]; !ok {
+			t.Errorf("node conditions %v: admission's %s missing", pressure, ct)
+		}
+	}
+	hasTaint := false
+	for _, taint := range n.Spec.Taints {
+		hasTaint = hasTaint || (taint.Key == "splitlet.dev/agent" && taint.Effect == v1.TaintEffectNoSchedule)
+	}
+	if !hasTaint || n.Labels["kubernetes.io/hostname"] != node {
+		t.Errorf("node taints %v labels %v: want splitlet's taint and hostname label", n.Spec.Taints, n.Labels)
+	}
+	waitFor(t, 30*time.Second, "node lease", func() (bool, string) {
+		l, err := client.CoordinationV1().Leases("kube-node-lease").Get(ctx, node, metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		return l.Spec.RenewTime != nil, "no renew time"
+	})
+
+	ns := "default"
+	grace := int64(2)
+	pod := &v1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "web-" + node, Namespace: ns},
+		Spec: v1.PodSpec{
+			NodeName:                      node,
+			TerminationGracePeriodSeconds: &grace,
+			Tolerations:                   []v1.Toleration{{Key: "splitlet.dev/agent", Operator: v1.TolerationOpExists, Effect: v1.TaintEffectNoSchedule}},
+			Containers:                    []v1.Container{{Name: "app", Image: "busybox:1.36"}, {Name: "side", Image: "busybox:1.36"}},
+		},
+	}
+	created, err := client.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		zero := int64(0)
+		_ = client.CoreV1().Pods(ns).Delete(context.Background(), pod.Name, metav1.DeleteOptions{GracePeriodSeconds: &zero})
+	})
+
+	waitFor(t, 60*time.Second, "pod Running with container statuses in the API server", func() (bool, string) {
+		p, err := client.CoreV1().Pods(ns).Get(ctx, pod.Name, metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		running := 0
+		for _, c := range p.Status.ContainerStatuses {
+			if c.State.Running != nil && c.ContainerID != "" {
+				running++
+			}
+		}
+		return p.Status.Phase == v1.PodRunning && running == 2,
+			fmt.Sprintf("phase %q, %d of 2 containers running", p.Status.Phase, running)
+	})
+
+	waitFor(t, 30*time.Second, "Started events in the API server", func() (bool, string) {
+		evs, err := client.CoreV1().Events(ns).List(ctx, metav1.ListOptions{
+			FieldSelector: "involvedObject.uid=" + string(created.UID) + ",reason=Started",
+		})
+		if err != nil {
+			return false, err.Error()
+		}
+		return len(evs.Items) == 2, fmt.Sprintf("%d Started events", len(evs.Items))
+	})
+
+	before := s.containerIDs()
+	if len(before) != 2 {
+		t.Fatalf("runtime runs %d containers, want 2", len(before))
+	}
+	stop(s.sync)
+	s.startSync()
+	// Give the restarted sync several resyncs to (wrongly) act.
+	time.Sleep(3 * time.Second)
+	after := s.containerIDs()
+	for id := range before {
+		if !after[id] {
+			t.Errorf("container %s no longer running after the sync restart (running now: %v)", id, after)
+		}
+	}
+	if len(after) != len(before) {
+		t.Errorf("%d containers after the sync restart, want %d", len(after), len(before))
+	}
+	waitFor(t, 30*time.Second, "node still Ready after the restart", nodeReady)
+
+	if err := client.CoreV1().Pods(ns).Delete(ctx, pod.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 60*time.Second, "pod object gone from the API server", func() (bool, string) {
+		p, err := client.CoreV1().Pods(ns).Get(ctx, pod.Name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return true, ""
+		}
+		if err != nil {
+			return false, err.Error()
+		}
+		if p.UID != created.UID {
+			return false, "replaced by another pod"
+		}
+		return false, fmt.Sprintf("still there, phase %q, deletionTimestamp %v", p.Status.Phase, p.DeletionTimestamp)
+	})
+	if ids := s.containerIDs(); len(ids) != 0 {
+		t.Errorf("containers still running after deletion: %v", ids)
+	}
+	waitFor(t, 30*time.Second, "node still Ready at the end", nodeReady)
+}
