@@ -20,7 +20,7 @@ export PATH := $(TOOLBIN):$(PATH)
 MODULES := $(shell sed -n 's|^[[:space:]]*\./||p' go.work)
 GO_TEST_FLAGS ?= -count=1
 
-.PHONY: build tools generate check-generate lint test e2e critest bench run stop compose-e2e clean
+.PHONY: build tools generate check-generate lint test e2e critest bench run stop compose-e2e apiserver-e2e clean
 
 build: ## Build every splitlet binary into bin/.
 	mkdir -p $(BIN)
@@ -59,6 +59,11 @@ critest: ## critest against containerd directly and through the gateway.
 
 compose-e2e: ## The docker-compose stack end to end (installs docker.io and docker-compose; root).
 	hack/compose-e2e.sh
+
+apiserver-e2e: ## splitlet against a real etcd + kube-apiserver (built from the module proxy; apt for etcd).
+	hack/apiserver.sh start
+	trap '$(ROOT)/hack/apiserver.sh stop' EXIT; eval "$$(hack/apiserver.sh env)"; \
+	  cd services/sync && go test -count=1 -v ./test/apiserver/
 
 bench: ## Benchmarks; figures are recorded in BENCHMARKS.md.
 	hack/bench.sh
