@@ -70,15 +70,18 @@ func NewAPISource(ctx context.Context, st PodStore, nodeName string, cfg *PodCon
 	return a, err
 }
 
-// publish sends the current set to the mux. The lock is not held while
-// sending: the mux may block on a busy sync loop.
+// publish sends the current set to the mux. The lock is held across the copy
+// and Set, so concurrent publishes reach the mux in the order of the sets they
+// copied: an older copy recorded after a newer one would remove the pods the
+// newer one added. Set does not wait for the sync loop, so holding the lock
+// is cheap.
 func (a *APISource) publish(ctx context.Context) {
 	a.mu.Lock()
+	defer a.mu.Unlock()
 	pods := make([]*v1.Pod, 0, len(a.pods))
 	for _, p := range a.pods {
 		pods = append(pods, p)
 	}
-	a.mu.Unlock()
 	sort.Slice(pods, func(i, j int) bool { return pods[i].Namespace+"/"+pods[i].Name < pods[j].Namespace+"/"+pods[j].Name })
 	a.cfg.Set(ctx, APISourceName, pods)
 }

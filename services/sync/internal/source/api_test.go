@@ -3,9 +3,11 @@ package source
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/containerd/errdefs"
 	v1 "k8s.io/api/core/v1"
@@ -182,5 +184,65 @@ func TestDeleteGraceOnlyShrinks(t *testing.T) {
 	}
 	if _, err := a.Delete(ctx, "default", "a", nil); !errdefs.IsNotFound(err) {
 		t.Errorf("Delete after Finalize: %v, want ErrNotFound", err)
+	}
+}
+
+// Concurrent Applies must not lose pods: each publish records its copy of the
+// set in the mux in order, so no older copy can remove a pod a newer one
+// added (found by the pod-start bench: pods never started, false DELETEs).
+func TestConcurrentApplyLosesNoPod(t *testing.T) {
+	a, _, cfg := newTestAPISource(t)
+	const n = 64
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			manifest := fmt.Sprintf("apiVersion: v1\nkind: Pod\nmetadata:\n  name: p%d\nspec:\n  containers:\n  - {name: c, image: busybox:1.36}\n", i)
+			if _, err := a.Apply(context.Background(), []byte(manifest), false); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	live := map[string]bool{}
+	deadline := time.After(5 * time.Second)
+	for len(live) < n {
+		select {
+		case u := <-cfg.Updates():
+			for _, p := range u.Pods {
+				switch u.Op {
+				case ADD:
+					live[p.Name] = true
+				case REMOVE, DELETE:
+					t.Fatalf("%s of %s while only applying", u.Op, p.Name)
+				}
+			}
+		case <-deadline:
+			t.Fatalf("%d of %d pods reached the sync loop", len(live), n)
+		}
+	}
+}
+
+// Set must not wait for the sync loop: the sync loop itself publishes (a
+// finished deletion shrinks the API source's set), and a Set blocked on the
+// channel only the sync loop reads would deadlock it.
+func TestSetDoesNotWaitForReader(t *testing.T) {
+	cfg := NewPodConfig(APISourceName)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := range 500 {
+			cfg.Set(context.Background(), APISourceName, []*v1.Pod{testPod(fmt.Sprint(i), "x")})
+		}
+	}()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("Set blocked with nobody reading Updates")
+	}
+	// Everything queued still arrives, in order: the first update adds pod 0.
+	if u := <-cfg.Updates(); u.Op != ADD || string(u.Pods[0].UID) != "0" {
+		t.Errorf("first update = %s %v, want ADD of pod 0", u.Op, u.Pods[0].UID)
 	}
 }

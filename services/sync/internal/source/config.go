@@ -81,22 +81,51 @@ type PodUpdate struct {
 }
 
 // PodConfig merges the sources' pod sets. It is safe for concurrent use.
+//
+// Set never waits for the sync loop: the differences it computes are queued,
+// in order, and a forwarding goroutine hands them to Updates. The sync loop
+// itself calls Set (a finished deletion makes the API source publish its
+// smaller set), so a Set that blocked on the channel only the sync loop reads
+// would deadlock it.
 type PodConfig struct {
 	mu       sync.Mutex
 	expected []string
 	pods     map[string]map[types.UID]*v1.Pod
 	seen     map[string]bool
+	queue    []PodUpdate   // computed, not yet handed to updates; guarded by mu
+	wake     chan struct{} // tells the forwarder the queue grew
 	updates  chan PodUpdate
 }
 
 // NewPodConfig returns a mux expecting the named sources; SeenAllSources
-// turns true once each has reported at least once.
+// turns true once each has reported at least once. The mux lives as long as
+// the process: its forwarding goroutine never ends.
 func NewPodConfig(sources ...string) *PodConfig {
-	return &PodConfig{
+	c := &PodConfig{
 		expected: sources,
 		pods:     map[string]map[types.UID]*v1.Pod{},
 		seen:     map[string]bool{},
-		updates:  make(chan PodUpdate, 64),
+		wake:     make(chan struct{}, 1),
+		updates:  make(chan PodUpdate),
+	}
+	go c.forward()
+	return c
+}
+
+// forward hands queued updates to the sync loop, oldest first.
+func (c *PodConfig) forward() {
+	for {
+		c.mu.Lock()
+		if len(c.queue) == 0 {
+			c.mu.Unlock()
+			<-c.wake
+			continue
+		}
+		u := c.queue[0]
+		c.queue[0] = PodUpdate{}
+		c.queue = c.queue[1:]
+		c.mu.Unlock()
+		c.updates <- u
 	}
 }
 
@@ -120,10 +149,10 @@ func (c *PodConfig) SeenAllSources() bool {
 
 // Set records the complete set of pods of source and sends the differences
 // with the previous set, in the kubelet's order (REMOVE, ADD, UPDATE, DELETE,
-// RECONCILE). Each pod gets the config.source annotation. It blocks while
-// the update channel is full, or until ctx ends. Matches podStorage.merge
-// with a SET operation.
-func (c *PodConfig) Set(ctx context.Context, source string, pods []*v1.Pod) {
+// RECONCILE). Each pod gets the config.source annotation. It never blocks on
+// the sync loop (see PodConfig). Matches podStorage.merge with a SET
+// operation.
+func (c *PodConfig) Set(_ context.Context, source string, pods []*v1.Pod) {
 	c.mu.Lock()
 	c.seen[source] = true
 	old := c.pods[source]
@@ -175,8 +204,9 @@ func (c *PodConfig) Set(ctx context.Context, source string, pods []*v1.Pod) {
 		}
 	}
 	c.pods[source] = next
-	c.mu.Unlock()
-
+	// Queued in the same critical section that computed them, so updates
+	// from concurrent calls reach the sync loop in the order the sets were
+	// recorded.
 	for _, u := range []PodUpdate{
 		{Op: REMOVE, Pods: removes}, {Op: ADD, Pods: adds}, {Op: UPDATE, Pods: updates},
 		{Op: DELETE, Pods: deletes}, {Op: RECONCILE, Pods: reconciles},
@@ -185,11 +215,12 @@ func (c *PodConfig) Set(ctx context.Context, source string, pods []*v1.Pod) {
 			continue
 		}
 		u.Source = source
-		select {
-		case c.updates <- u:
-		case <-ctx.Done():
-			return
-		}
+		c.queue = append(c.queue, u)
+	}
+	c.mu.Unlock()
+	select {
+	case c.wake <- struct{}{}:
+	default: // the forwarder is already awake
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -22,7 +23,8 @@ func testPod(uid, image string, mutate ...func(*v1.Pod)) *v1.Pod {
 	return p
 }
 
-// drain returns the updates queued so far as "OP:uid,uid" strings.
+// drain returns the updates queued so far as "OP:uid,uid" strings. The mux
+// forwards asynchronously, so it reads until nothing has come for a while.
 func drain(c *PodConfig) []string {
 	var out []string
 	for {
@@ -33,7 +35,7 @@ func drain(c *PodConfig) []string {
 				uids = append(uids, string(p.UID))
 			}
 			out = append(out, fmt.Sprintf("%s:%s", u.Op, strings.Join(uids, ",")))
-		default:
+		case <-time.After(100 * time.Millisecond):
 			return out
 		}
 	}
