@@ -38,3 +38,22 @@ if [ "${BENCH_CONTAINERD:-1}" != 0 ]; then
   SPLITLET_CONTAINERD_ENDPOINT="unix://$CONTAINERD_SOCK" \
     run go test -run '^$' -bench Containerd -benchtime 5000x -count "$count" ./bench/
 fi
+
+# The pod-start harness (bench/cmd/splitlet-bench): splitlet's three processes
+# on the fake backend, and the real kubelet beside them when KUBELET names a
+# kubelet binary (see bench/README.md for building one from the module proxy).
+#   BENCH_PODS=0            skip it
+#   BENCH_N=110,1000,5000   pod counts;  BENCH_STEADY=60s   steady-state window
+#   BENCH_FLAGS="..."       more flags (-latency 1ms, -concurrency 1, -batch 100, ...)
+#   BENCH_OUT=FILE          JSON results (default _out/bench/results.json)
+if [ "${BENCH_PODS:-1}" != 0 ]; then
+  echo "== pod start: Apply to running, steady state, deletion (fake backend)"
+  (cd "$root" && make build >/dev/null)
+  out=${BENCH_OUT:-$root/_out/bench/results.json}
+  mkdir -p "$(dirname "$out")"
+  kubelet_flags=()
+  if [ -n "${KUBELET:-}" ]; then kubelet_flags=(-kubelet "$KUBELET" -kubelet-n "${KUBELET_N:-110}"); fi
+  # shellcheck disable=SC2086 # BENCH_FLAGS is a list of flags
+  (cd "$root/bench" && run go run ./cmd/splitlet-bench -bin "$root/bin" -n "${BENCH_N:-110,1000,5000}" \
+    -steady "${BENCH_STEADY:-60s}" -out "$out" ${BENCH_FLAGS:-} "${kubelet_flags[@]}")
+fi

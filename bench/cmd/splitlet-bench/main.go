@@ -1,0 +1,88 @@
+// Command splitlet-bench measures pod start latency, throughput, steady-state
+// cost and deletion time of splitlet's three processes on the fake backend,
+// and optionally of the real kubelet beside it. See package harness.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/splitlet/splitlet/bench/internal/harness"
+)
+
+func main() {
+	cfg := harness.Config{}
+	var ns, kubeletNs, out string
+	flag.StringVar(&ns, "n", "110,1000,5000", "comma-separated pod counts for splitlet; each runs with fresh processes")
+	flag.DurationVar(&cfg.Steady, "steady", 60*time.Second, "steady-state window after the burst (0 skips it)")
+	flag.DurationVar(&cfg.Latency, "latency", 0, "latency the fake backend adds to every CRI call")
+	flag.IntVar(&cfg.Concurrency, "concurrency", 32, "Apply (and Delete) calls in flight")
+	flag.IntVar(&cfg.Batch, "batch", 1, "pods per Apply (a multi-document manifest)")
+	flag.DurationVar(&cfg.Timeout, "timeout", 5*time.Minute, "longest wait for all pods running, and for all gone")
+	flag.StringVar(&cfg.BinDir, "bin", "bin", "directory holding splitlet-gateway, splitlet-admission and splitlet-sync")
+	flag.StringVar(&cfg.Kubelet, "kubelet", "", "kubelet binary for the side-by-side run (empty: skip)")
+	flag.StringVar(&kubeletNs, "kubelet-n", "110", "comma-separated pod counts for the kubelet")
+	flag.StringVar(&cfg.WorkDir, "workdir", "", "where per-run directories are made (default: $TMPDIR)")
+	flag.BoolVar(&cfg.Keep, "keep", false, "keep per-run directories and process logs (always kept for a run with errors)")
+	flag.StringVar(&out, "out", "results.json", "JSON results file")
+	verbose := flag.Bool("v", false, "log progress to stderr")
+	flag.Parse()
+
+	var err error
+	if cfg.Ns, err = parseInts(ns); err != nil {
+		fail(fmt.Errorf("-n: %w", err))
+	}
+	if cfg.KubeletNs, err = parseInts(kubeletNs); err != nil {
+		fail(fmt.Errorf("-kubelet-n: %w", err))
+	}
+	logger := zap.NewNop()
+	if *verbose {
+		if logger, err = zap.NewDevelopment(); err != nil {
+			fail(err)
+		}
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	ctx = harness.WithLogger(ctx, logger)
+
+	rep := harness.Report{Started: time.Now().UTC(), Host: harness.NewHost(), Concurrency: cfg.Concurrency, Batch: cfg.Batch}
+	rep.Results, err = harness.Run(ctx, cfg, os.Stdout)
+	rep.Finished = time.Now().UTC()
+	rep.Host.LoadAfter = harness.LoadAvg()
+	if werr := harness.WriteJSON(out, rep); werr != nil {
+		fail(werr)
+	}
+	fmt.Printf("load average before %s, after %s; results in %s\n", rep.Host.LoadBefore, rep.Host.LoadAfter, out)
+	if err != nil {
+		fail(err)
+	}
+}
+
+func parseInts(s string) ([]int, error) {
+	var out []int
+	for f := range strings.SplitSeq(s, ",") {
+		if f = strings.TrimSpace(f); f == "" {
+			continue
+		}
+		n, err := strconv.Atoi(f)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+func fail(err error) {
+	fmt.Fprintln(os.Stderr, "splitlet-bench:", err)
+	os.Exit(1)
+}

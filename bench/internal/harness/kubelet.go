@@ -1,0 +1,183 @@
+package harness
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"go.uber.org/zap"
+)
+
+// runKubelet is the side-by-side run: the real kubelet, standalone (no API
+// server, no kubeconfig), reading n static pod files, against a fresh
+// splitlet-gateway with the fake backend. A pod counts as started when
+// the gateway reports its container started, from the moment its
+// manifest file was written; deleting is removing the files, done when
+// every container has stopped.
+func runKubelet(ctx context.Context, cfg Config, n int) (r Result) {
+	r = Result{System: "kubelet", N: n, Latency: cfg.Latency.String()}
+	log := logFrom(ctx).With(zap.String("system", r.System), zap.Int("n", n))
+	dir, err := runDir(cfg, r.System, n)
+	if err != nil {
+		r.fail(err)
+		return r
+	}
+	r.Dir = dir
+	defer cleanup(ctx, cfg, &r)
+	var procs []*process
+	defer func() {
+		for i := len(procs) - 1; i >= 0; i-- {
+			procs[i].stop(15 * time.Second)
+		}
+	}()
+
+	gw, conn, socket, err := startGateway(ctx, cfg, dir, dir)
+	if err != nil {
+		r.fail(err)
+		return r
+	}
+	procs = append(procs, gw)
+	defer conn.Close()
+
+	manifests := filepath.Join(dir, "manifests")
+	if err := os.MkdirAll(manifests, 0o755); err != nil {
+		r.fail(err)
+		return r
+	}
+	port, err1 := freePort()
+	healthz, err2 := freePort()
+	if err1 != nil || err2 != nil {
+		r.fail(fmt.Errorf("free ports: %v, %v", err1, err2))
+		return r
+	}
+	conf := filepath.Join(dir, "kubelet-config.yaml")
+	if err := os.WriteFile(conf, []byte(kubeletConfig(manifests, socket, port, healthz, n)), 0o644); err != nil {
+		r.fail(err)
+		return r
+	}
+	kl, err := startProcess(ctx, dir, "kubelet", cfg.Kubelet,
+		"--config="+conf,
+		"--root-dir="+filepath.Join(dir, "kubelet"),
+		"--cert-dir="+filepath.Join(dir, "pki"),
+		"--hostname-override="+benchNode,
+		"--v=1",
+	)
+	if err != nil {
+		r.fail(err)
+		return r
+	}
+	procs = append(procs, kl)
+	if err := kl.waitReady(ctx, 90*time.Second, httpOK(fmt.Sprintf("http://127.0.0.1:%d/healthz", healthz))); err != nil {
+		r.fail(err)
+		return r
+	}
+
+	octx, ocancel := context.WithCancel(ctx)
+	defer ocancel()
+	criObs := newCRIObserver(conn, staticPodName(benchNode))
+	subscribed := make(chan struct{})
+	go criObs.run(octx, subscribed)
+	<-subscribed
+
+	names := podNames(n)
+	all := pids(procs)
+	cpu0 := cpuSeconds(all)
+	log.Info("burst: writing static pod files")
+	starts := make(map[string]time.Time, n)
+	t0 := time.Now()
+	for _, name := range names {
+		starts[name] = time.Now()
+		if err := writeManifest(manifests, name); err != nil {
+			r.fail(err)
+			return r
+		}
+	}
+	wctx, wcancel := context.WithTimeout(ctx, cfg.Timeout)
+	r.fail(criObs.started.wait(wctx, names))
+	wcancel()
+	r.BurstCPUSeconds = diffCPU(cpuSeconds(all), cpu0)
+	ds, missing := durations(names, starts, criObs.started)
+	r.StartCRI = summarize(ds, missing)
+	if last := latest(names, criObs.started); !last.IsZero() {
+		r.BurstSeconds = last.Sub(t0).Seconds()
+		if missing == 0 {
+			r.PodsPerSec = float64(n) / r.BurstSeconds
+		}
+	}
+	if err := checkAlive(procs); err != nil {
+		r.fail(err)
+		return r
+	}
+
+	if cfg.Steady > 0 {
+		log.Info("steady state", zap.Duration("window", cfg.Steady))
+		r.Steady, err = sampleWindow(ctx, all, cfg.Steady, time.Second)
+		if err != nil {
+			r.fail(err)
+			return r
+		}
+		r.SteadySeconds = cfg.Steady.Seconds()
+		r.SteadyTotal = sumUsage(r.Steady)
+	}
+
+	log.Info("deleting pods: removing static pod files")
+	t1 := time.Now()
+	for _, name := range names {
+		if err := os.Remove(filepath.Join(manifests, name+".json")); err != nil {
+			r.fail(err)
+		}
+	}
+	wctx, wcancel = context.WithTimeout(ctx, cfg.Timeout)
+	r.fail(criObs.stopped.wait(wctx, names))
+	wcancel()
+	if last := latest(names, criObs.stopped); !last.IsZero() {
+		r.DeleteCRISeconds = last.Sub(t1).Seconds()
+	}
+	r.fail(checkAlive(procs))
+	return r
+}
+
+// writeManifest writes name's static pod file atomically: the kubelet's
+// file source skips dot files, so it never reads a half-written one.
+func writeManifest(dir, name string) error {
+	tmp := filepath.Join(dir, "."+name+".json")
+	if err := os.WriteFile(tmp, []byte(podManifest(name)), 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, filepath.Join(dir, name+".json"))
+}
+
+// kubeletConfig is the standalone kubelet's KubeletConfiguration. Most of
+// it exists because this machine has cgroup v1 (refused unless
+// failCgroupV1 is false, settable only here), no systemd and no API
+// server (no webhook authentication or authorization to ask).
+func kubeletConfig(manifests, socket string, port, healthz, n int) string {
+	return fmt.Sprintf(`apiVersion: kubelet.config.k8s.io/v1beta1
+kind: KubeletConfiguration
+staticPodPath: %s
+containerRuntimeEndpoint: unix://%s
+runtimeRequestTimeout: 2m
+maxPods: %d
+failCgroupV1: false
+failSwapOn: false
+cgroupsPerQOS: false
+enforceNodeAllocatable: []
+cgroupDriver: cgroupfs
+# Hard eviction off, as for splitlet-admission: the shared machine's disk
+# must not evict bench pods.
+evictionHard: {}
+localStorageCapacityIsolation: false
+address: 127.0.0.1
+port: %d
+readOnlyPort: 0
+healthzBindAddress: 127.0.0.1
+healthzPort: %d
+authentication:
+  anonymous: {enabled: true}
+  webhook: {enabled: false}
+authorization:
+  mode: AlwaysAllow
+`, manifests, socket, n+10, port, healthz)
+}

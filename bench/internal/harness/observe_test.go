@@ -1,0 +1,210 @@
+package harness
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"google.golang.org/protobuf/types/known/structpb"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	podv1 "github.com/splitlet/splitlet/proto/splitlet/pod/v1"
+)
+
+// podStruct builds a watch event's pod from its JSON form.
+func podStruct(t *testing.T, js string) *structpb.Struct {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal([]byte(js), &m); err != nil {
+		t.Fatal(err)
+	}
+	s, err := structpb.NewStruct(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func TestAllRunning(t *testing.T) {
+	const twoContainers = `"spec":{"containers":[{"name":"a"},{"name":"b"}]}`
+	for _, tc := range []struct {
+		desc string
+		pod  string
+		want bool
+	}{
+		{desc: "every container running", want: true,
+			pod: `{` + twoContainers + `,"status":{"containerStatuses":[{"state":{"running":{}}},{"state":{"running":{"startedAt":"x"}}}]}}`},
+		{desc: "one waiting",
+			pod: `{` + twoContainers + `,"status":{"containerStatuses":[{"state":{"running":{}}},{"state":{"waiting":{"reason":"ContainerCreating"}}}]}}`},
+		{desc: "fewer statuses than containers",
+			pod: `{` + twoContainers + `,"status":{"containerStatuses":[{"state":{"running":{}}}]}}`},
+		{desc: "no status yet", pod: `{` + twoContainers + `}`},
+		{desc: "no containers in the spec", pod: `{"spec":{},"status":{"containerStatuses":[]}}`},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			if got := allRunning(podStruct(t, tc.pod)); got != tc.want {
+				t.Errorf("allRunning = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestPodObserverHandle(t *testing.T) {
+	running := `{"metadata":{"name":"p"},"spec":{"containers":[{"name":"a"}]},"status":{"containerStatuses":[{"state":{"running":{}}}]}}`
+	pending := `{"metadata":{"name":"p"},"spec":{"containers":[{"name":"a"}]},"status":{"phase":"Pending"}}`
+	t0 := time.Unix(1000, 0)
+	for _, tc := range []struct {
+		desc        string
+		events      []*podv1.WatchResponse
+		wantRunning time.Time // zero: not marked
+		wantGone    time.Time
+	}{
+		{desc: "headers-only message is ignored", events: []*podv1.WatchResponse{{}}},
+		{desc: "pending then running marks the running time",
+			events: []*podv1.WatchResponse{
+				{Type: podv1.WatchEventType_WATCH_EVENT_TYPE_ADDED, Pod: podStruct(t, pending)},
+				{Type: podv1.WatchEventType_WATCH_EVENT_TYPE_MODIFIED, Pod: podStruct(t, running)},
+				{Type: podv1.WatchEventType_WATCH_EVENT_TYPE_MODIFIED, Pod: podStruct(t, running)},
+			},
+			wantRunning: t0.Add(time.Second)},
+		{desc: "deleted marks gone, not running",
+			events:   []*podv1.WatchResponse{{Type: podv1.WatchEventType_WATCH_EVENT_TYPE_DELETED, Pod: podStruct(t, running)}},
+			wantGone: t0},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			o := newPodObserver(nil)
+			for i, ev := range tc.events {
+				o.handle(ev, t0.Add(time.Duration(i)*time.Second))
+			}
+			got, _ := o.running.get("p")
+			if !got.Equal(tc.wantRunning) {
+				t.Errorf("running at %v, want %v", got, tc.wantRunning)
+			}
+			got, _ = o.gone.get("p")
+			if !got.Equal(tc.wantGone) {
+				t.Errorf("gone at %v, want %v", got, tc.wantGone)
+			}
+		})
+	}
+}
+
+func TestCRIObserverHandle(t *testing.T) {
+	ev := func(typ runtimeapi.ContainerEventType, pod string) *runtimeapi.ContainerEventResponse {
+		return &runtimeapi.ContainerEventResponse{ContainerEventType: typ,
+			PodSandboxStatus: &runtimeapi.PodSandboxStatus{Metadata: &runtimeapi.PodSandboxMetadata{Name: pod}}}
+	}
+	t0 := time.Unix(1000, 0)
+	for _, tc := range []struct {
+		desc        string
+		podName     func(string) string
+		ev          *runtimeapi.ContainerEventResponse
+		wantStarted string
+		wantStopped string
+	}{
+		{desc: "started, name kept", podName: samePodName,
+			ev: ev(runtimeapi.ContainerEventType_CONTAINER_STARTED_EVENT, "bench-00001"), wantStarted: "bench-00001"},
+		{desc: "static pod suffix removed", podName: staticPodName("node1"),
+			ev: ev(runtimeapi.ContainerEventType_CONTAINER_STARTED_EVENT, "bench-00001-node1"), wantStarted: "bench-00001"},
+		{desc: "stopped", podName: samePodName,
+			ev: ev(runtimeapi.ContainerEventType_CONTAINER_STOPPED_EVENT, "bench-00002"), wantStopped: "bench-00002"},
+		{desc: "created marks nothing", podName: samePodName,
+			ev: ev(runtimeapi.ContainerEventType_CONTAINER_CREATED_EVENT, "bench-00003")},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			o := newCRIObserver(nil, tc.podName)
+			o.handle(tc.ev, t0)
+			if got := markedNames(o.started); got != tc.wantStarted {
+				t.Errorf("started = %q, want %q", got, tc.wantStarted)
+			}
+			if got := markedNames(o.stopped); got != tc.wantStopped {
+				t.Errorf("stopped = %q, want %q", got, tc.wantStopped)
+			}
+		})
+	}
+}
+
+func markedNames(t *tracker) string {
+	var names []string
+	for name := range t.at {
+		names = append(names, name)
+	}
+	return strings.Join(names, ",")
+}
+
+func TestTracker(t *testing.T) {
+	tr := newTracker()
+	t0 := time.Unix(1000, 0)
+	tr.mark("a", t0)
+	tr.mark("a", t0.Add(time.Hour)) // the first observation counts
+	tr.mark("b", t0.Add(2*time.Second))
+	starts := map[string]time.Time{"a": t0.Add(-time.Second), "b": t0, "c": t0}
+
+	ds, missing := durations([]string{"a", "b", "c"}, starts, tr)
+	if len(ds) != 2 || ds[0] != time.Second || ds[1] != 2*time.Second || missing != 1 {
+		t.Errorf("durations = %v, missing %d; want [1s 2s], 1", ds, missing)
+	}
+	if got := latest([]string{"a", "b", "c"}, tr); !got.Equal(t0.Add(2 * time.Second)) {
+		t.Errorf("latest = %v, want %v", got, t0.Add(2*time.Second))
+	}
+	if err := tr.wait(context.Background(), []string{"a", "b"}); err != nil {
+		t.Errorf("wait for marked names: %v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	err := tr.wait(ctx, []string{"a", "c"})
+	if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "1 of 2") || !strings.Contains(err.Error(), "c") {
+		t.Errorf("wait with an unmarked name = %v, want a deadline error naming c and counting 1 of 2", err)
+	}
+}
+
+func TestManifests(t *testing.T) {
+	names := podNames(3)
+	if names[0] != "bench-00000" || names[2] != "bench-00002" {
+		t.Fatalf("podNames = %v", names)
+	}
+	var pod struct {
+		Metadata struct{ Name string }
+		Spec     struct {
+			Containers []struct{ Image, ImagePullPolicy string }
+		}
+	}
+	if err := json.Unmarshal([]byte(podManifest("bench-00007")), &pod); err != nil {
+		t.Fatalf("podManifest is not JSON: %v", err)
+	}
+	if pod.Metadata.Name != "bench-00007" || len(pod.Spec.Containers) != 1 ||
+		pod.Spec.Containers[0].Image != benchImage || pod.Spec.Containers[0].ImagePullPolicy != "IfNotPresent" {
+		t.Errorf("podManifest decoded to %+v", pod)
+	}
+	docs := strings.Split(multiManifest(names), "\n---\n")
+	if len(docs) != 3 || !strings.Contains(docs[1], `"bench-00001"`) {
+		t.Errorf("multiManifest gave %d documents: %q", len(docs), docs)
+	}
+}
+
+func TestConfigValidate(t *testing.T) {
+	ok := Config{Ns: []int{10}, Concurrency: 1, Batch: 1, Timeout: time.Second}
+	for _, tc := range []struct {
+		desc    string
+		mutate  func(*Config)
+		wantErr bool
+	}{
+		{desc: "valid", mutate: func(*Config) {}},
+		{desc: "kubelet only", mutate: func(c *Config) { c.Ns, c.Kubelet, c.KubeletNs = nil, "/k", []int{5} }},
+		{desc: "nothing to run", mutate: func(c *Config) { c.Ns = nil }, wantErr: true},
+		{desc: "zero pods", mutate: func(c *Config) { c.Ns = []int{0} }, wantErr: true},
+		{desc: "zero concurrency", mutate: func(c *Config) { c.Concurrency = 0 }, wantErr: true},
+		{desc: "negative latency", mutate: func(c *Config) { c.Latency = -time.Millisecond }, wantErr: true},
+		{desc: "no timeout", mutate: func(c *Config) { c.Timeout = 0 }, wantErr: true},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			c := ok
+			tc.mutate(&c)
+			if err := c.validate(); (err != nil) != tc.wantErr {
+				t.Errorf("validate = %v, wantErr %v", err, tc.wantErr)
+			}
+		})
+	}
+}

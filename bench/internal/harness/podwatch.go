@@ -1,0 +1,113 @@
+package harness
+
+import (
+	"context"
+	"net/http"
+	"time"
+
+	"connectrpc.com/connect"
+	"go.uber.org/zap"
+	"google.golang.org/protobuf/types/known/structpb"
+
+	podv1 "github.com/splitlet/splitlet/proto/splitlet/pod/v1"
+	"github.com/splitlet/splitlet/proto/splitlet/pod/v1/podv1connect"
+)
+
+// newPodClient returns a PodService client speaking gRPC over cleartext
+// HTTP/2: one connection multiplexes the watch and every concurrent Apply,
+// as splitctl instances sharing a node would not, but as a controller would.
+func newPodClient(baseURL string) podv1connect.PodServiceClient {
+	tr := &http.Transport{
+		// gRPC needs HTTP/2; the server speaks it in cleartext (h2c).
+		Protocols: new(http.Protocols),
+	}
+	tr.Protocols.SetUnencryptedHTTP2(true)
+	return podv1connect.NewPodServiceClient(&http.Client{Transport: tr}, baseURL, connect.WithGRPC())
+}
+
+// podObserver marks pods from PodService.Watch: running once every container
+// in the pod's status is running, gone on DELETED.
+type podObserver struct {
+	client  podv1connect.PodServiceClient
+	running *tracker
+	gone    *tracker
+}
+
+func newPodObserver(client podv1connect.PodServiceClient) *podObserver {
+	return &podObserver{client: client, running: newTracker(), gone: newTracker()}
+}
+
+// run watches until ctx ends; subscribed is closed once the first watch has
+// its headers (sync sends them before any pod). A watch the server ends
+// (the watcher fell behind) is started again: it begins with every current
+// pod as ADDED, so a pod that became running meanwhile is marked late,
+// never missed.
+func (o *podObserver) run(ctx context.Context, subscribed chan<- struct{}) {
+	first := true
+	for ctx.Err() == nil {
+		stream, err := o.client.Watch(ctx, connect.NewRequest(&podv1.WatchRequest{}))
+		if err != nil {
+			if ctx.Err() == nil {
+				logFrom(ctx).Warn("watch", zap.Error(err))
+				time.Sleep(50 * time.Millisecond)
+			}
+			continue
+		}
+		if first {
+			first = false
+			close(subscribed)
+		}
+		for stream.Receive() {
+			o.handle(stream.Msg(), time.Now())
+		}
+		if err := stream.Err(); err != nil && ctx.Err() == nil {
+			logFrom(ctx).Info("watch ended; watching again", zap.Error(err))
+		}
+		stream.Close()
+	}
+}
+
+func (o *podObserver) handle(ev *podv1.WatchResponse, now time.Time) {
+	pod := ev.GetPod()
+	if pod == nil {
+		return // the headers-only first message
+	}
+	name := field(pod, "metadata", "name").GetStringValue()
+	if ev.GetType() == podv1.WatchEventType_WATCH_EVENT_TYPE_DELETED {
+		o.gone.mark(name, now)
+		return
+	}
+	if allRunning(pod) {
+		o.running.mark(name, now)
+	}
+}
+
+// allRunning reports whether the pod has a status for every container of
+// its spec and each one's state is running.
+func allRunning(pod *structpb.Struct) bool {
+	want := len(field(pod, "spec", "containers").GetListValue().GetValues())
+	statuses := field(pod, "status", "containerStatuses").GetListValue().GetValues()
+	if want == 0 || len(statuses) < want {
+		return false
+	}
+	for _, st := range statuses {
+		if field(st.GetStructValue(), "state", "running").GetStructValue() == nil {
+			return false
+		}
+	}
+	return true
+}
+
+// field walks a Struct by keys; a missing key gives nil, whose getters
+// return zero values.
+func field(s *structpb.Struct, keys ...string) *structpb.Value {
+	var v *structpb.Value
+	for _, k := range keys {
+		if s == nil {
+			return nil
+		}
+		v = s.GetFields()[k]
+		s = v.GetStructValue()
+	}
+	return v
+}
