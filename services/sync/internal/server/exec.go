@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	"connectrpc.com/connect"
-	"github.com/containerd/errdefs"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	podv1 "github.com/splitlet/splitlet/proto/splitlet/pod/v1"
@@ -14,10 +13,7 @@ import (
 // Exec prepares an interactive exec through CRI Exec and returns the
 // runtime's streaming URL.
 func (s *Server) Exec(ctx context.Context, req *connect.Request[podv1.ExecRequest]) (*connect.Response[podv1.ExecResponse], error) {
-	if len(req.Msg.GetCommand()) == 0 {
-		return nil, toConnectError(fmt.Errorf("command: Required value: %w", errdefs.ErrInvalidArgument))
-	}
-	id, err := s.resolveContainer(req.Msg.GetNamespace(), req.Msg.GetName(), req.Msg.GetContainer(), false)
+	id, err := s.execTarget(req.Msg.GetNamespace(), req.Msg.GetName(), req.Msg.GetContainer(), req.Msg.GetCommand())
 	if err != nil {
 		return nil, toConnectError(err)
 	}

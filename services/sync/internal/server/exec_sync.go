@@ -13,10 +13,7 @@ import (
 
 // ExecSync runs a command in a container through CRI ExecSync.
 func (s *Server) ExecSync(ctx context.Context, req *connect.Request[podv1.ExecSyncRequest]) (*connect.Response[podv1.ExecSyncResponse], error) {
-	if len(req.Msg.GetCommand()) == 0 {
-		return nil, toConnectError(fmt.Errorf("command: Required value: %w", errdefs.ErrInvalidArgument))
-	}
-	id, err := s.resolveContainer(req.Msg.GetNamespace(), req.Msg.GetName(), req.Msg.GetContainer(), false)
+	id, err := s.execTarget(req.Msg.GetNamespace(), req.Msg.GetName(), req.Msg.GetContainer(), req.Msg.GetCommand())
 	if err != nil {
 		return nil, toConnectError(err)
 	}
@@ -41,4 +38,13 @@ func (s *Server) resolveContainer(namespace, podName, name string, previous bool
 		return "", err
 	}
 	return containerID(pod, name, previous)
+}
+
+// execTarget checks an exec request's command and resolves the running
+// container it targets; shared by Exec and ExecSync.
+func (s *Server) execTarget(namespace, name, container string, command []string) (string, error) {
+	if len(command) == 0 {
+		return "", fmt.Errorf("command: Required value: %w", errdefs.ErrInvalidArgument)
+	}
+	return s.resolveContainer(namespace, name, container, false)
 }
