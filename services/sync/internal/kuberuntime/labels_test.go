@@ -9,6 +9,8 @@ import (
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
 	v1 "k8s.io/api/core/v1"
+
+	"github.com/splitlet/splitlet/services/sync/internal/logctx"
 )
 
 func TestPodSandboxLabelsRoundTrip(t *testing.T) {
@@ -78,7 +80,7 @@ func TestGetContainerInfoFromAnnotations(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.desc, func(t *testing.T) {
 			core, logs := observer.New(zapcore.ErrorLevel)
-			ctx := WithLogger(context.Background(), zap.New(core))
+			ctx := logctx.With(context.Background(), zap.New(core))
 			got := getContainerInfoFromAnnotations(ctx, tc.annotations)
 			if !reflect.DeepEqual(got, tc.want) {
 				t.Errorf("got  %+v\nwant %+v", got, tc.want)

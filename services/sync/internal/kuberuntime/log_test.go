@@ -9,11 +9,12 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/splitlet/splitlet/services/sync/internal/container"
+	"github.com/splitlet/splitlet/services/sync/internal/logctx"
 )
 
 func TestDecisionsLogThroughContextLogger(t *testing.T) {
 	core, logs := observer.New(zapcore.DebugLevel)
-	ctx := WithLogger(context.Background(), zap.New(core))
+	ctx := logctx.With(context.Background(), zap.New(core))
 	pod := makeTestPod()
 
 	podSandboxChanged(ctx, pod, &container.PodStatus{})
@@ -31,7 +32,7 @@ func TestLoggerFromEmptyContext(t *testing.T) {
 	if loggerFrom(context.Background()) == nil {
 		t.Fatal("loggerFrom returned nil for a context without logger")
 	}
-	if loggerFrom(WithLogger(context.Background(), nil)) == nil {
+	if loggerFrom(logctx.With(context.Background(), nil)) == nil {
 		t.Fatal("loggerFrom returned nil for a context carrying a nil logger")
 	}
 }

@@ -17,7 +17,7 @@ func With(ctx context.Context, logger *zap.Logger) context.Context {
 
 // From returns the logger in ctx, or a no-op logger.
 func From(ctx context.Context) *zap.Logger {
-	if l, ok := ctx.Value(key{}).(*zap.Logger); ok {
+	if l, ok := ctx.Value(key{}).(*zap.Logger); ok && l != nil {
 		return l
 	}
 	return zap.NewNop()

@@ -8,7 +8,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/splitlet/splitlet/services/sync/internal/kuberuntime"
 	"github.com/splitlet/splitlet/services/sync/internal/logctx"
 	"github.com/splitlet/splitlet/services/sync/internal/worker"
 )
@@ -27,7 +26,6 @@ import (
 // Matches the kubelet's HandlePodCleanups (SyncKnownPods, orphan kills) plus
 // the removal its container garbage collector does later.
 func (k *Kubelet) HandlePodCleanups(ctx context.Context) {
-	ctx = kuberuntime.WithLogger(ctx, logctx.From(ctx))
 	log := logctx.From(ctx)
 	desired := map[types.UID]bool{}
 	probed := map[types.UID]struct{}{}

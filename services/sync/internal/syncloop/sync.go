@@ -87,7 +87,6 @@ func (k *Kubelet) observeStarted(uid types.UID) {
 // see the outcome without waiting for the next sync. Matches the kubelet's
 // SyncPod.
 func (k *Kubelet) SyncPod(ctx context.Context, updateType worker.UpdateType, pod *v1.Pod) (bool, error) {
-	ctx = kuberuntime.WithLogger(ctx, logctx.From(ctx))
 	podStatus, apiStatus, err := k.generateStatus(ctx, pod, false)
 	if err != nil {
 		return false, err
@@ -111,7 +110,6 @@ func (k *Kubelet) SyncPod(ctx context.Context, updateType worker.UpdateType, pod
 // its sandbox, and publishes the resulting status. Matches the kubelet's
 // SyncTerminatingPod.
 func (k *Kubelet) SyncTerminatingPod(ctx context.Context, pod *v1.Pod, gracePeriod *int64) error {
-	ctx = kuberuntime.WithLogger(ctx, logctx.From(ctx))
 	log := logctx.From(ctx)
 	if gracePeriod != nil {
 		log.Info("terminating pod", zap.Int64("gracePeriod", *gracePeriod))
