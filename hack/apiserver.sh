@@ -78,6 +78,7 @@ build() {
 ensure_etcd() {
 	if ! command -v etcd >/dev/null; then
 		log "installing Debian etcd-server"
+		DEBIAN_FRONTEND=noninteractive apt-get update -qq >/dev/null
 		DEBIAN_FRONTEND=noninteractive apt-get install -y etcd-server >/dev/null
 	fi
 }
