@@ -25,6 +25,7 @@ import (
 
 	podv1 "github.com/splitlet/splitlet/proto/splitlet/pod/v1"
 	"github.com/splitlet/splitlet/proto/splitlet/pod/v1/podv1connect"
+	"github.com/splitlet/splitlet/services/sync/internal/testbin"
 )
 
 // binDir holds the binaries TestMain builds.
@@ -35,25 +36,13 @@ func TestMain(m *testing.M) {
 }
 
 func runTests(m *testing.M) int {
-	dir, err := os.MkdirTemp("", "splitlet-sync-test-bin")
+	dir, err := testbin.Build("splitlet-sync-test-bin")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
 	defer os.RemoveAll(dir)
 	binDir = dir
-	for _, b := range []struct{ out, pkg string }{
-		{"splitlet-gateway", "../../../gateway/cmd/splitlet-gateway"},
-		{"splitlet-sync", "../cmd/splitlet-sync"},
-		{"splitlet-admission", "../../admission/cmd/splitlet-admission"},
-	} {
-		cmd := exec.Command("go", "build", "-o", filepath.Join(dir, b.out), b.pkg)
-		cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
-		if err := cmd.Run(); err != nil {
-			fmt.Fprintf(os.Stderr, "build %s: %v\n", b.pkg, err)
-			return 1
-		}
-	}
 	return m.Run()
 }
 

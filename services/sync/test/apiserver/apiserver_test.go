@@ -25,6 +25,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/splitlet/splitlet/services/sync/internal/testbin"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 	v1 "k8s.io/api/core/v1"
@@ -55,25 +56,13 @@ func run(m *testing.M) int {
 		// Tests skip with the reason; nothing to build.
 		return m.Run()
 	}
-	dir, err := os.MkdirTemp("", "splitlet-apiserver-test-bin")
+	dir, err := testbin.Build("splitlet-apiserver-test-bin")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
 	defer os.RemoveAll(dir)
 	binDir = dir
-	for _, b := range []struct{ out, pkg string }{
-		{"splitlet-gateway", "../../../../gateway/cmd/splitlet-gateway"},
-		{"splitlet-sync", "../../cmd/splitlet-sync"},
-		{"splitlet-admission", "../../../admission/cmd/splitlet-admission"},
-	} {
-		cmd := exec.Command("go", "build", "-o", filepath.Join(dir, b.out), b.pkg)
-		cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
-		if err := cmd.Run(); err != nil {
-			fmt.Fprintf(os.Stderr, "build %s: %v\n", b.pkg, err)
-			return 1
-		}
-	}
 	return m.Run()
 }
 
