@@ -79,6 +79,9 @@ type Config struct {
 	RegisterNode bool
 	// NodeLabels are extra labels of the registered Node.
 	NodeLabels map[string]string
+	// Profiling serves Go's pprof handlers under /debug/pprof/ next to
+	// /metrics (the kubelet's enableProfilingHandler).
+	Profiling bool
 }
 
 // hidden flags are parsed but left out of the usage text.
@@ -119,6 +122,7 @@ func Parse(args []string, output io.Writer) (Config, error) {
 	fs.DurationVar(&cfg.AdmissionTimeout, "admission-timeout", DefaultAdmissionTimeout, "longest wait for one admission decision")
 	fs.StringVar(&cfg.AdmissionFailurePolicy, "admission-failure-policy", "Fail", "when admission cannot be asked: Fail keeps new pods Pending (reason AdmissionUnavailable) and retries, Ignore admits them")
 	fs.StringVar(&cfg.Kubeconfig, "kubeconfig", "", "kubeconfig of a Kubernetes API server: run the pods bound to --node-name and write their status back; empty disables the API server source")
+	fs.BoolVar(&cfg.Profiling, "profiling", false, "serve Go's pprof profiles under /debug/pprof/ wherever /metrics is served")
 	registerNode := fs.String("register-node", "", "register --node-name as a Node with a Lease in kube-node-lease (true or false; default true when --kubeconfig is set)")
 	nodeLabels := fs.String("node-labels", "", "comma-separated key=value labels added to the registered Node")
 	if err := fs.Parse(args); err != nil {

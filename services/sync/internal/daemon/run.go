@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -169,11 +170,11 @@ func Run(ctx context.Context, cfg config.Config) error {
 	path, handler := podv1connect.NewPodServiceHandler(server.New(apiSource, pods, recorder, rt),
 		connect.WithInterceptors(logInterceptor(log)))
 	mux.Handle(path, handler)
-	addOps(mux, reg)
+	addOps(mux, reg, cfg.Profiling)
 	servers := []*http.Server{newHTTPServer(cfg.Listen, mux)}
 	if cfg.MetricsAddr != "" {
 		ops := http.NewServeMux()
-		addOps(ops, reg)
+		addOps(ops, reg, cfg.Profiling)
 		servers = append(servers, newHTTPServer(cfg.MetricsAddr, ops))
 	}
 	errs := make(chan error, len(servers)+1)
@@ -219,12 +220,20 @@ func newHTTPServer(addr string, h http.Handler) *http.Server {
 	return &http.Server{Addr: addr, Handler: h, Protocols: &protocols, ReadHeaderTimeout: 10 * time.Second}
 }
 
-// addOps adds /metrics and /healthz to mux.
-func addOps(mux *http.ServeMux, reg *prometheus.Registry) {
+// addOps adds /metrics and /healthz to mux, and with profiling Go's pprof
+// handlers under /debug/pprof/.
+func addOps(mux *http.ServeMux, reg *prometheus.Registry, profiling bool) {
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
 		_, _ = w.Write([]byte("ok"))
 	})
+	if profiling {
+		mux.HandleFunc("/debug/pprof/", pprof.Index)
+		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	}
 }
 
 // logInterceptor puts the process logger, with the procedure, in every
