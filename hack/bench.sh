@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # make bench: the project's benchmarks, each printed with the command that ran it.
 # Figures worth keeping go to BENCHMARKS.md with that command.
-#   BENCH_CONTAINERD=0   skip the containerd comparison (it needs root)
+#   BENCH_CONTAINERD=0   skip the containerd comparisons (they need root)
 #   BENCH_COUNT=N        repetitions of each Go benchmark (default 3)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -21,11 +21,15 @@ if [ -d "$root/services/admission/internal/pluginhost" ]; then
   (cd "$root/services/admission" && run go test -run '^$' -bench ChainAdmit110 -benchtime 5000x -count "$count" ./internal/pluginhost/)
 fi
 
-if [ "${BENCH_CONTAINERD:-1}" != 0 ]; then
-  if [ "$(id -u)" != 0 ]; then
-    echo "== containerd comparison skipped: it starts a private containerd, which needs root"
-    exit 0
-  fi
+# The containerd comparisons: the gateway's added latency per CRI call, and
+# pod start of BENCH_CONTAINERD_N busybox pods (default 20) through splitlet
+# vs the same CRI calls issued directly (bench/cmd/splitlet-bench -runtime
+# containerd; BENCH_CONTAINERD_ROUNDS rounds, default 3; JSON to
+# BENCH_CONTAINERD_OUT, default _out/bench/containerd.json). They need root
+# (a private containerd) and are skipped without it; the rest still runs.
+if [ "${BENCH_CONTAINERD:-1}" != 0 ] && [ "$(id -u)" != 0 ]; then
+  echo "== containerd comparisons skipped: they start a private containerd, which needs root"
+elif [ "${BENCH_CONTAINERD:-1}" != 0 ]; then
   # shellcheck source=lib/containerd.sh
   source "$root/hack/lib/containerd.sh"
   work=$(mktemp -d /tmp/splitlet-bench.XXXXXX)
@@ -37,6 +41,15 @@ if [ "${BENCH_CONTAINERD:-1}" != 0 ]; then
   echo "== gateway: added latency in front of containerd $(containerd --version | awk '{print $3}')"
   SPLITLET_CONTAINERD_ENDPOINT="unix://$CONTAINERD_SOCK" \
     run go test -run '^$' -bench Containerd -benchtime 5000x -count "$count" ./bench/
+
+  echo "== pod start on containerd: ${BENCH_CONTAINERD_N:-20} busybox pods through splitlet vs direct CRI calls"
+  (cd "$root" && make build >/dev/null)
+  ctr_out=${BENCH_CONTAINERD_OUT:-$root/_out/bench/containerd.json}
+  mkdir -p "$(dirname "$ctr_out")"
+  (cd "$root/bench" && run go run ./cmd/splitlet-bench -runtime containerd \
+    -containerd-endpoint "unix://$CONTAINERD_SOCK" -bin "$root/bin" \
+    -n "${BENCH_CONTAINERD_N:-20}" -rounds "${BENCH_CONTAINERD_ROUNDS:-3}" -out "$ctr_out")
+  containerd_stop
 fi
 
 # The pod-start harness (bench/cmd/splitlet-bench): splitlet's three processes

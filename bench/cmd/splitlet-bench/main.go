@@ -1,6 +1,8 @@
 // Command splitlet-bench measures pod start latency, throughput, steady-state
 // cost and deletion time of splitlet's three processes on the fake backend,
-// and optionally of the real kubelet beside it. See package harness.
+// and optionally of the real kubelet beside it. With -runtime containerd it
+// instead compares pod start on a real containerd through splitlet with the
+// same CRI calls issued directly. See package harness.
 package main
 
 import (
@@ -35,6 +37,12 @@ func main() {
 	flag.BoolVar(&cfg.Keep, "keep", false, "keep per-run directories and process logs (always kept for a run with errors)")
 	flag.StringVar(&out, "out", "results.json", "JSON results file")
 	verbose := flag.Bool("v", false, "log progress to stderr")
+	runtime := flag.String("runtime", "fake", "fake: splitlet on the gateway's fake backend (and the kubelet); containerd: splitlet vs direct CRI calls on a real containerd")
+	ctr := harness.CtrConfig{}
+	flag.StringVar(&ctr.Endpoint, "containerd-endpoint", "", "containerd's CRI endpoint for -runtime containerd (unix:///path)")
+	flag.IntVar(&ctr.Rounds, "rounds", 3, "-runtime containerd: rounds of each side, alternating which goes first")
+	flag.StringVar(&ctr.Image, "image", "docker.io/library/busybox:1.36", "-runtime containerd: busybox image already in containerd (hack/images.sh)")
+	flag.BoolVar(&ctr.HostNetwork, "host-network", true, "-runtime containerd: run the pods on the host network (false needs CNI)")
 	flag.Parse()
 
 	var err error
@@ -53,6 +61,29 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	ctx = harness.WithLogger(ctx, logger)
+
+	if *runtime == "containerd" {
+		ctr.BinDir, ctr.Timeout, ctr.WorkDir, ctr.Keep = cfg.BinDir, cfg.Timeout, cfg.WorkDir, cfg.Keep
+		// 20 pods unless -n says otherwise (its default is the fake's).
+		ctr.N = 20
+		flag.Visit(func(f *flag.Flag) {
+			if f.Name == "n" && len(cfg.Ns) > 0 {
+				ctr.N = cfg.Ns[0]
+			}
+		})
+		rep, err := harness.RunContainerd(ctx, ctr, os.Stdout)
+		if werr := harness.WriteJSON(out, rep); werr != nil {
+			fail(werr)
+		}
+		fmt.Printf("load average before %s, after %s; results in %s\n", rep.Host.LoadBefore, rep.Host.LoadAfter, out)
+		if err != nil {
+			fail(err)
+		}
+		return
+	}
+	if *runtime != "fake" {
+		fail(fmt.Errorf("-runtime %q: want fake or containerd", *runtime))
+	}
 
 	rep := harness.Report{Started: time.Now().UTC(), Host: harness.NewHost(), Concurrency: cfg.Concurrency, Batch: cfg.Batch}
 	rep.Results, err = harness.Run(ctx, cfg, os.Stdout)

@@ -44,8 +44,8 @@ func NewHost() Host {
 	return Host{CPUs: runtime.NumCPU(), GoVersion: runtime.Version(), LoadBefore: LoadAvg()}
 }
 
-// WriteJSON writes the report, indented, to path.
-func WriteJSON(path string, rep Report) error {
+// WriteJSON writes a report (Report or CtrReport), indented, to path.
+func WriteJSON(path string, rep any) error {
 	b, err := json.MarshalIndent(rep, "", "  ")
 	if err != nil {
 		return err

@@ -54,38 +54,13 @@ func runSplitlet(ctx context.Context, cfg Config, n int) (r Result) {
 	}
 	procs = append(procs, adm)
 
-	syncPort, err := freePort()
-	if err != nil {
-		r.fail(err)
-		return r
-	}
-	syncBin := filepath.Join(cfg.BinDir, "splitlet-sync")
-	args := []string{
-		fmt.Sprintf("--listen=127.0.0.1:%d", syncPort),
-		"--runtime-endpoint=unix://" + socket,
-		"--state-dir=" + filepath.Join(dir, "sync"),
-		"--pod-logs-root=" + filepath.Join(dir, "pods-logs"),
-		"--node-name=" + benchNode,
-		"--log-level=warn",
-	}
-	// sync calls admission once it has the flag; until then admission runs
-	// idle and is measured as such (the report says which).
-	if hasFlag(syncBin, "admission-endpoint") {
-		args = append(args, "--admission-endpoint="+admURL)
-	} else {
-		r.Notes = append(r.Notes, syncBin+" has no --admission-endpoint: sync did not call admission")
-	}
-	sy, err := startProcess(ctx, dir, "sync", syncBin, args...)
+	sy, syncURL, notes, err := startSync(ctx, cfg.BinDir, dir, socket, admURL)
+	r.Notes = append(r.Notes, notes...)
 	if err != nil {
 		r.fail(err)
 		return r
 	}
 	procs = append(procs, sy)
-	syncURL := fmt.Sprintf("http://127.0.0.1:%d", syncPort)
-	if err := sy.waitReady(ctx, 20*time.Second, httpOK(syncURL+"/healthz")); err != nil {
-		r.fail(err)
-		return r
-	}
 
 	octx, ocancel := context.WithCancel(ctx)
 	defer ocancel()
@@ -110,7 +85,7 @@ func runSplitlet(ctx context.Context, cfg Config, n int) (r Result) {
 	log.Info("burst: applying pods", zap.Int("concurrency", cfg.Concurrency), zap.Int("batch", cfg.Batch))
 	// The calls are bounded too: a stuck sync must end the run, not hang it.
 	callCtx, callCancel := context.WithTimeout(ctx, cfg.Timeout)
-	starts, t0 := applyAll(callCtx, client, names, cfg, &r)
+	starts, t0 := applyAll(callCtx, client, names, cfg, multiManifest, &r)
 	callCancel()
 	wctx, wcancel := context.WithTimeout(ctx, cfg.Timeout)
 	r.fail(podObs.running.wait(wctx, names))
@@ -166,6 +141,43 @@ func runSplitlet(ctx context.Context, cfg Config, n int) (r Result) {
 	return r
 }
 
+// startSync starts splitlet-sync on the gateway's socket, calling
+// admission at admURL when it can, and waits for its /healthz. The notes
+// say how the setup differed from the full one.
+func startSync(ctx context.Context, binDir, dir, socket, admURL string) (*process, string, []string, error) {
+	syncPort, err := freePort()
+	if err != nil {
+		return nil, "", nil, err
+	}
+	syncBin := filepath.Join(binDir, "splitlet-sync")
+	args := []string{
+		fmt.Sprintf("--listen=127.0.0.1:%d", syncPort),
+		"--runtime-endpoint=unix://" + socket,
+		"--state-dir=" + filepath.Join(dir, "sync"),
+		"--pod-logs-root=" + filepath.Join(dir, "pods-logs"),
+		"--node-name=" + benchNode,
+		"--log-level=warn",
+	}
+	var notes []string
+	// sync calls admission once it has the flag; until then admission runs
+	// idle and is measured as such (the report says which).
+	if hasFlag(syncBin, "admission-endpoint") {
+		args = append(args, "--admission-endpoint="+admURL)
+	} else {
+		notes = append(notes, syncBin+" has no --admission-endpoint: sync did not call admission")
+	}
+	sy, err := startProcess(ctx, dir, "sync", syncBin, args...)
+	if err != nil {
+		return nil, "", notes, err
+	}
+	syncURL := fmt.Sprintf("http://127.0.0.1:%d", syncPort)
+	if err := sy.waitReady(ctx, 20*time.Second, httpOK(syncURL+"/healthz")); err != nil {
+		sy.stop(5 * time.Second)
+		return nil, "", notes, err
+	}
+	return sy, syncURL, notes, nil
+}
+
 // startAdmission writes admission's configuration (node capacity n+10 pods,
 // hard eviction off so the machine's own disk and memory use cannot evict
 // bench pods) and starts it.
@@ -202,8 +214,9 @@ eviction:
 }
 
 // applyAll applies the pods with cfg.Concurrency callers, cfg.Batch pods
-// per Apply, and returns each pod's Apply start time and the first one.
-func applyAll(ctx context.Context, client podv1connect.PodServiceClient, names []string, cfg Config, r *Result) (map[string]time.Time, time.Time) {
+// per Apply (manifest makes one Apply's manifest from its pods' names), and
+// returns each pod's Apply start time and the first one.
+func applyAll(ctx context.Context, client podv1connect.PodServiceClient, names []string, cfg Config, manifest func([]string) string, r *Result) (map[string]time.Time, time.Time) {
 	batches := make(chan []string)
 	go func() {
 		defer close(batches)
@@ -222,7 +235,7 @@ func applyAll(ctx context.Context, client podv1connect.PodServiceClient, names [
 		wg.Go(func() {
 			for batch := range batches {
 				start := time.Now()
-				_, err := client.Apply(ctx, connect.NewRequest(&podv1.ApplyRequest{Manifest: multiManifest(batch)}))
+				_, err := client.Apply(ctx, connect.NewRequest(&podv1.ApplyRequest{Manifest: manifest(batch)}))
 				mu.Lock()
 				for _, name := range batch {
 					starts[name] = start
