@@ -36,6 +36,8 @@ func main() {
 	flag.StringVar(&cfg.WorkDir, "workdir", "", "where per-run directories are made (default: $TMPDIR)")
 	flag.BoolVar(&cfg.Keep, "keep", false, "keep per-run directories and process logs (always kept for a run with errors)")
 	flag.StringVar(&out, "out", "results.json", "JSON results file")
+	flag.StringVar(&cfg.ProfileDir, "profile", "", "directory for CPU profiles of each process during each burst (runs them with --profiling)")
+	flag.IntVar(&cfg.ProfileSeconds, "profile-seconds", 10, "length of each burst profile")
 	verbose := flag.Bool("v", false, "log progress to stderr")
 	runtime := flag.String("runtime", "fake", "fake: splitlet on the gateway's fake backend (and the kubelet); containerd: splitlet vs direct CRI calls on a real containerd")
 	ctr := harness.CtrConfig{}

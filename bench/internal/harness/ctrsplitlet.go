@@ -98,7 +98,7 @@ func runSplitletCtr(ctx context.Context, cfg CtrConfig, rt runtimeapi.RuntimeSer
 		return failed(err)
 	}
 	procs = append(procs, adm)
-	sy, syncURL, notes, err := startSync(ctx, cfg.BinDir, dir, socket, admURL)
+	sy, syncURL, notes, err := startSync(ctx, cfg.BinDir, dir, socket, admURL, false)
 	if err != nil {
 		return failed(err)
 	}

@@ -15,17 +15,23 @@ import (
 // from (the pod directories of sync or the kubelet).
 func startGateway(ctx context.Context, cfg Config, dir, allowedHostPath string) (*process, *grpc.ClientConn, string, error) {
 	socket := filepath.Join(dir, "gateway.sock")
-	gw, err := startProcess(ctx, dir, "gateway", filepath.Join(cfg.BinDir, "splitlet-gateway"),
+	bin := filepath.Join(cfg.BinDir, "splitlet-gateway")
+	args := []string{
 		"--backend=fake",
-		"--socket="+socket,
-		"--metrics-addr=",
-		"--fake-preload-images="+preloadImages,
-		"--allowed-host-path="+allowedHostPath,
+		"--socket=" + socket,
+		"--fake-preload-images=" + preloadImages,
+		"--allowed-host-path=" + allowedHostPath,
 		"--log-level=warn",
-	)
+	}
+	debugURL, extra, err := profilingArgs(cfg, bin, "metrics-addr")
 	if err != nil {
 		return nil, nil, "", err
 	}
+	gw, err := startProcess(ctx, dir, "gateway", bin, append(args, extra...)...)
+	if err != nil {
+		return nil, nil, "", err
+	}
+	gw.debugURL = debugURL
 	conn, err := dialGateway(socket)
 	if err != nil {
 		gw.stop(5 * time.Second)

@@ -48,6 +48,11 @@ type Config struct {
 	// Keep leaves them (with the processes' logs) after the run.
 	WorkDir string
 	Keep    bool
+	// ProfileDir, when set, runs the processes with --profiling and saves a
+	// CPU profile of each, ProfileSeconds long and taken from the first
+	// Apply of each burst, as ProfileDir/<process>-<n>.pprof.
+	ProfileDir     string
+	ProfileSeconds int
 }
 
 func (c *Config) validate() error {
@@ -84,6 +89,8 @@ type Result struct {
 	PodsPerSec   float64 `json:"pods_per_sec"`
 	// BurstCPUSeconds is each process's CPU time during the burst.
 	BurstCPUSeconds map[string]float64 `json:"burst_cpu_seconds"`
+	// Profiles are the CPU profiles taken during the burst (-profile).
+	Profiles []string `json:"profiles,omitempty"`
 	// Steady is each process's usage over the window, and Total their sum
 	// (HWM summed too, an upper bound of the peak together).
 	SteadySeconds float64          `json:"steady_seconds"`

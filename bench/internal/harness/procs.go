@@ -23,6 +23,9 @@ type process struct {
 	done chan struct{}
 	err  error // set before done is closed
 	log  string
+	// debugURL serves /debug/pprof/ when the process runs with
+	// --profiling ("" otherwise).
+	debugURL string
 }
 
 // startProcess starts path with args; stdout and stderr go to dir/name.log.

@@ -54,7 +54,7 @@ func runSplitlet(ctx context.Context, cfg Config, n int) (r Result) {
 	}
 	procs = append(procs, adm)
 
-	sy, syncURL, notes, err := startSync(ctx, cfg.BinDir, dir, socket, admURL)
+	sy, syncURL, notes, err := startSync(ctx, cfg.BinDir, dir, socket, admURL, cfg.ProfileDir != "")
 	r.Notes = append(r.Notes, notes...)
 	if err != nil {
 		r.fail(err)
@@ -85,6 +85,7 @@ func runSplitlet(ctx context.Context, cfg Config, n int) (r Result) {
 	log.Info("burst: applying pods", zap.Int("concurrency", cfg.Concurrency), zap.Int("batch", cfg.Batch))
 	// The calls are bounded too: a stuck sync must end the run, not hang it.
 	callCtx, callCancel := context.WithTimeout(ctx, cfg.Timeout)
+	profiled := startProfiles(ctx, cfg, n, procs)
 	starts, t0 := applyAll(callCtx, client, names, cfg, multiManifest, &r)
 	callCancel()
 	wctx, wcancel := context.WithTimeout(ctx, cfg.Timeout)
@@ -96,6 +97,7 @@ func runSplitlet(ctx context.Context, cfg Config, n int) (r Result) {
 	r.fail(criObs.started.wait(wctx, names))
 	wcancel()
 	r.BurstCPUSeconds = diffCPU(cpuSeconds(all), cpu0)
+	r.Profiles = profiled()
 
 	ds, missing := durations(names, starts, podObs.running)
 	watchSum := summarize(ds, missing)
@@ -144,7 +146,7 @@ func runSplitlet(ctx context.Context, cfg Config, n int) (r Result) {
 // startSync starts splitlet-sync on the gateway's socket, calling
 // admission at admURL when it can, and waits for its /healthz. The notes
 // say how the setup differed from the full one.
-func startSync(ctx context.Context, binDir, dir, socket, admURL string) (*process, string, []string, error) {
+func startSync(ctx context.Context, binDir, dir, socket, admURL string, profiling bool) (*process, string, []string, error) {
 	syncPort, err := freePort()
 	if err != nil {
 		return nil, "", nil, err
@@ -166,11 +168,18 @@ func startSync(ctx context.Context, binDir, dir, socket, admURL string) (*proces
 	} else {
 		notes = append(notes, syncBin+" has no --admission-endpoint: sync did not call admission")
 	}
+	profiling = profiling && hasFlag(syncBin, "profiling")
+	if profiling {
+		args = append(args, "--profiling")
+	}
 	sy, err := startProcess(ctx, dir, "sync", syncBin, args...)
 	if err != nil {
 		return nil, "", notes, err
 	}
 	syncURL := fmt.Sprintf("http://127.0.0.1:%d", syncPort)
+	if profiling {
+		sy.debugURL = syncURL
+	}
 	if err := sy.waitReady(ctx, 20*time.Second, httpOK(syncURL+"/healthz")); err != nil {
 		sy.stop(5 * time.Second)
 		return nil, "", notes, err

@@ -1,0 +1,104 @@
+package harness
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+)
+
+// defaultProfileSeconds is how long a burst profile lasts when
+// Config.ProfileSeconds is unset: long enough to cover a 1000-pod burst.
+const defaultProfileSeconds = 10
+
+// profilingArgs returns the flags that make a process serve pprof on its
+// metrics address (flag names that address), and the URL it will serve it
+// at. Without -profile, or for a binary without --profiling, the metrics
+// server stays off.
+func profilingArgs(cfg Config, bin, addrFlag string) (string, []string, error) {
+	if cfg.ProfileDir == "" || !hasFlag(bin, "profiling") {
+		return "", []string{"--" + addrFlag + "="}, nil
+	}
+	port, err := freePort()
+	if err != nil {
+		return "", nil, err
+	}
+	addr := fmt.Sprintf("127.0.0.1:%d", port)
+	return "http://" + addr, []string{"--" + addrFlag + "=" + addr, "--profiling"}, nil
+}
+
+// startProfiles starts a CPU profile of every process serving pprof and
+// returns a function that waits for them and lists the files written.
+// Failures are logged, not fatal: a profile is a diagnosis, not a figure.
+func startProfiles(ctx context.Context, cfg Config, n int, procs []*process) func() []string {
+	if cfg.ProfileDir == "" {
+		return func() []string { return nil }
+	}
+	secs := cfg.ProfileSeconds
+	if secs <= 0 {
+		secs = defaultProfileSeconds
+	}
+	log := logFrom(ctx)
+	var (
+		wg    sync.WaitGroup
+		mu    sync.Mutex
+		files []string
+	)
+	for _, p := range procs {
+		if p.debugURL == "" {
+			continue
+		}
+		path := filepath.Join(cfg.ProfileDir, fmt.Sprintf("%s-%d.pprof", p.name, n))
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			url := fmt.Sprintf("%s/debug/pprof/profile?seconds=%d", p.debugURL, secs)
+			if err := fetchProfile(ctx, url, path, time.Duration(secs+30)*time.Second); err != nil {
+				log.Warn("profile failed", zap.String("process", p.name), zap.Error(err))
+				return
+			}
+			mu.Lock()
+			files = append(files, path)
+			mu.Unlock()
+		}()
+	}
+	return func() []string {
+		wg.Wait()
+		return files
+	}
+}
+
+func fetchProfile(ctx context.Context, url, path string, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("GET %s: %s", url, resp.Status)
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(f, resp.Body); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
