@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -47,6 +48,14 @@ type AppliedPod struct {
 // API server's part for them: it defaults and validates on create and update
 // (ValidatePodUpdate), assigns UIDs, marks deletions, and forgets a pod once
 // its termination is complete. It is safe for concurrent use.
+//
+// A change goes through three steps: validate against the current pods and
+// claim the pods' names (under mu), persist (without mu, so concurrent
+// changes share the store's commits), then record and publish (under mu).
+// A claimed name is busy: another change to it waits until the first is
+// recorded or has failed, so each change is validated against the result of
+// the one before, and the mux receives a pod's changes in the order they
+// were made. Changes to different pods do not wait for each other.
 type APISource struct {
 	store    PodStore
 	cfg      *PodConfig
@@ -55,35 +64,46 @@ type APISource struct {
 
 	mu   sync.Mutex
 	pods map[string]*v1.Pod // namespace/name
+	busy map[string]bool    // names claimed by a change being persisted
+	// idle is signalled (with mu) whenever names stop being busy.
+	idle *sync.Cond
 }
 
 // NewAPISource loads the stored pods and reports them to cfg. A stored pod
 // that no longer decodes is skipped and returned in the error alongside a
 // usable source.
 func NewAPISource(ctx context.Context, st PodStore, nodeName string, cfg *PodConfig) (*APISource, error) {
-	a := &APISource{store: st, cfg: cfg, nodeName: nodeName, now: time.Now, pods: map[string]*v1.Pod{}}
+	a := &APISource{store: st, cfg: cfg, nodeName: nodeName, now: time.Now, pods: map[string]*v1.Pod{}, busy: map[string]bool{}}
+	a.idle = sync.NewCond(&a.mu)
 	pods, err := st.List()
 	for _, p := range pods {
 		a.pods[p.Namespace+"/"+p.Name] = p
 	}
-	a.publish(ctx)
+	sort.Slice(pods, func(i, j int) bool { return pods[i].Namespace+"/"+pods[i].Name < pods[j].Namespace+"/"+pods[j].Name })
+	// The one full report: it makes the source count for SeenAllSources.
+	// Later changes are merged pod by pod.
+	cfg.Set(ctx, APISourceName, pods)
 	return a, err
 }
 
-// publish sends the current set to the mux. The lock is held across the copy
-// and Set, so concurrent publishes reach the mux in the order of the sets they
-// copied: an older copy recorded after a newer one would remove the pods the
-// newer one added. Set does not wait for the sync loop, so holding the lock
-// is cheap.
-func (a *APISource) publish(ctx context.Context) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	pods := make([]*v1.Pod, 0, len(a.pods))
-	for _, p := range a.pods {
-		pods = append(pods, p)
+// claimLocked waits until none of keys is busy, then marks them busy. It
+// takes them all at once, so two changes claiming overlapping names cannot
+// each hold one the other waits for. a.mu must be held.
+func (a *APISource) claimLocked(keys ...string) {
+	for slices.ContainsFunc(keys, func(k string) bool { return a.busy[k] }) {
+		a.idle.Wait()
 	}
-	sort.Slice(pods, func(i, j int) bool { return pods[i].Namespace+"/"+pods[i].Name < pods[j].Namespace+"/"+pods[j].Name })
-	a.cfg.Set(ctx, APISourceName, pods)
+	for _, k := range keys {
+		a.busy[k] = true
+	}
+}
+
+// releaseLocked ends a claim. a.mu must be held.
+func (a *APISource) releaseLocked(keys ...string) {
+	for _, k := range keys {
+		delete(a.busy, k)
+	}
+	a.idle.Broadcast()
 }
 
 // Apply creates or updates the pods of a manifest. Everything is decoded,
@@ -91,40 +111,72 @@ func (a *APISource) publish(ctx context.Context) {
 // error, wrapping errdefs.ErrInvalidArgument, names the document (counted
 // from 0) and the field path. An update may change only what the API server
 // lets a pod update change (ValidatePodUpdate: images, some metadata, ...).
+// The changed pods are on disk when it returns, and handed to the mux.
 func (a *APISource) Apply(ctx context.Context, data []byte, dryRun bool) ([]AppliedPod, error) {
-	result, changed, err := a.apply(data, dryRun)
+	pods, err := manifest.Decode(data)
 	if err != nil {
 		return nil, err
 	}
-	if changed {
-		a.publish(ctx)
+	if len(pods) == 0 {
+		return nil, fmt.Errorf("the manifest holds no pod: %w", errdefs.ErrInvalidArgument)
 	}
+	keys := make([]string, 0, len(pods))
+	seen := make(map[string]int, len(pods))
+	for i, pod := range pods {
+		defaults.SetDefaults_Pod(pod)
+		key := pod.Namespace + "/" + pod.Name
+		if j, dup := seen[key]; dup {
+			return nil, fmt.Errorf("document %d: metadata.name: Duplicate value: %q (also in document %d): %w", i, pod.Name, j, errdefs.ErrInvalidArgument)
+		}
+		seen[key] = i
+		keys = append(keys, key)
+	}
+
+	a.mu.Lock()
+	a.claimLocked(keys...)
+	result, err := a.validateLocked(pods, keys)
+	var changed []*v1.Pod
+	for _, r := range result {
+		if r.Action != Unchanged {
+			changed = append(changed, r.Pod)
+		}
+	}
+	if err != nil || dryRun || len(changed) == 0 {
+		a.releaseLocked(keys...)
+		a.mu.Unlock()
+		return result, err
+	}
+	a.mu.Unlock()
+
+	// The names are claimed, so nothing can change these pods meanwhile.
+	err = a.store.Put(changed...)
+
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	defer a.releaseLocked(keys...)
+	if err != nil {
+		return nil, fmt.Errorf("persist pods: %w", err)
+	}
+	for _, p := range changed {
+		a.pods[p.Namespace+"/"+p.Name] = p
+	}
+	// Under mu, in the critical section that recorded the change, so the
+	// mux sees changes in the order they were recorded. The mux tells an
+	// added pod from an updated one itself.
+	a.cfg.Merge(ctx, APISourceName, ADD, changed)
 	return result, nil
 }
 
-// apply does Apply's work under the lock and reports whether the set changed.
-func (a *APISource) apply(data []byte, dryRun bool) ([]AppliedPod, bool, error) {
-	pods, err := manifest.Decode(data)
-	if err != nil {
-		return nil, false, err
-	}
-	if len(pods) == 0 {
-		return nil, false, fmt.Errorf("the manifest holds no pod: %w", errdefs.ErrInvalidArgument)
-	}
-	a.mu.Lock()
-	defer a.mu.Unlock()
+// validateLocked defaults and validates the decoded pods (keys[i] is
+// pods[i]'s namespace/name) against the current set, as the API server's
+// create and update do. a.mu must be held.
+func (a *APISource) validateLocked(pods []*v1.Pod, keys []string) ([]AppliedPod, error) {
 	result := make([]AppliedPod, 0, len(pods))
-	seen := map[string]int{}
 	for i, pod := range pods {
-		defaults.SetDefaults_Pod(pod)
 		if pod.Spec.NodeName == "" {
 			pod.Spec.NodeName = a.nodeName
 		}
-		key := pod.Namespace + "/" + pod.Name
-		if j, dup := seen[key]; dup {
-			return nil, false, fmt.Errorf("document %d: metadata.name: Duplicate value: %q (also in document %d): %w", i, pod.Name, j, errdefs.ErrInvalidArgument)
-		}
-		seen[key] = i
+		key := keys[i]
 		old, exists := a.pods[key]
 		if !exists {
 			// The API server assigns the UID, ignoring one in the manifest.
@@ -132,13 +184,13 @@ func (a *APISource) apply(data []byte, dryRun bool) ([]AppliedPod, bool, error) 
 			pod.CreationTimestamp = metav1.NewTime(a.now().Truncate(time.Second))
 			pod.Status = v1.PodStatus{Phase: v1.PodPending}
 			if err := validation.AsError(validation.ValidatePod(pod)); err != nil {
-				return nil, false, fmt.Errorf("document %d: %w", i, err)
+				return nil, fmt.Errorf("document %d: %w", i, err)
 			}
 			result = append(result, AppliedPod{Pod: pod, Action: Created})
 			continue
 		}
 		if old.DeletionTimestamp != nil {
-			return nil, false, fmt.Errorf("document %d: pod %s is being deleted, apply it again once it is gone: %w", i, key, errdefs.ErrConflict)
+			return nil, fmt.Errorf("document %d: pod %s is being deleted, apply it again once it is gone: %w", i, key, errdefs.ErrConflict)
 		}
 		if pod.UID == "" {
 			pod.UID = old.UID
@@ -154,7 +206,7 @@ func (a *APISource) apply(data []byte, dryRun bool) ([]AppliedPod, bool, error) 
 			pod.Annotations[defaults.ConfigSourceAnnotationKey] = ann
 		}
 		if err := validation.AsError(validation.ValidatePodUpdate(pod, old)); err != nil {
-			return nil, false, fmt.Errorf("document %d: %w (delete the pod and apply it again to change it)", i, err)
+			return nil, fmt.Errorf("document %d: %w (delete the pod and apply it again to change it)", i, err)
 		}
 		action := Configured
 		if equality.Semantic.DeepEqual(pod.Spec, old.Spec) && equality.Semantic.DeepEqual(pod.Labels, old.Labels) &&
@@ -164,24 +216,7 @@ func (a *APISource) apply(data []byte, dryRun bool) ([]AppliedPod, bool, error) 
 		}
 		result = append(result, AppliedPod{Pod: pod, Action: action})
 	}
-	if dryRun {
-		return result, false, nil
-	}
-	var changed []*v1.Pod
-	for _, r := range result {
-		if r.Action != Unchanged {
-			changed = append(changed, r.Pod)
-		}
-	}
-	if len(changed) > 0 {
-		if err := a.store.Put(changed...); err != nil {
-			return nil, false, fmt.Errorf("persist pods: %w", err)
-		}
-		for _, p := range changed {
-			a.pods[p.Namespace+"/"+p.Name] = p
-		}
-	}
-	return result, len(changed) > 0, nil
+	return result, nil
 }
 
 // Delete starts the graceful deletion of a pod: it gets a deletion timestamp
@@ -189,10 +224,12 @@ func (a *APISource) apply(data []byte, dryRun bool) ([]AppliedPod, bool, error) 
 // terminationGracePeriodSeconds), which may only shrink on a repeated delete,
 // as in the API server. The pod stays listed until Finalize.
 func (a *APISource) Delete(ctx context.Context, namespace, name string, gracePeriod *int64) (*v1.Pod, error) {
-	a.mu.Lock()
 	key := namespace + "/" + name
+	a.mu.Lock()
+	a.claimLocked(key)
 	old, ok := a.pods[key]
 	if !ok {
+		a.releaseLocked(key)
 		a.mu.Unlock()
 		return nil, fmt.Errorf("pod %s: %w", key, errdefs.ErrNotFound)
 	}
@@ -202,12 +239,14 @@ func (a *APISource) Delete(ctx context.Context, namespace, name string, gracePer
 	}
 	if gracePeriod != nil {
 		if *gracePeriod < 0 {
+			a.releaseLocked(key)
 			a.mu.Unlock()
 			return nil, fmt.Errorf("grace period %d: must not be negative: %w", *gracePeriod, errdefs.ErrInvalidArgument)
 		}
 		grace = *gracePeriod
 	}
 	if old.DeletionGracePeriodSeconds != nil && *old.DeletionGracePeriodSeconds <= grace {
+		a.releaseLocked(key)
 		a.mu.Unlock()
 		return old.DeepCopy(), nil
 	}
@@ -217,13 +256,18 @@ func (a *APISource) Delete(ctx context.Context, namespace, name string, gracePer
 		pod.DeletionTimestamp = &ts
 	}
 	pod.DeletionGracePeriodSeconds = &grace
-	if err := a.store.Put(pod); err != nil {
-		a.mu.Unlock()
+	a.mu.Unlock()
+
+	err := a.store.Put(pod)
+
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	defer a.releaseLocked(key)
+	if err != nil {
 		return nil, fmt.Errorf("persist deletion: %w", err)
 	}
 	a.pods[key] = pod
-	a.mu.Unlock()
-	a.publish(ctx)
+	a.cfg.Merge(ctx, APISourceName, DELETE, []*v1.Pod{pod})
 	return pod.DeepCopy(), nil
 }
 
@@ -231,20 +275,27 @@ func (a *APISource) Delete(ctx context.Context, namespace, name string, gracePer
 // sandbox are stopped). A pod not being deleted, or with another UID (it was
 // deleted and applied again meanwhile), is left alone.
 func (a *APISource) Finalize(ctx context.Context, namespace, name string, uid types.UID) error {
-	a.mu.Lock()
 	key := namespace + "/" + name
+	a.mu.Lock()
+	a.claimLocked(key)
 	p, ok := a.pods[key]
 	if !ok || p.UID != uid || p.DeletionTimestamp == nil {
+		a.releaseLocked(key)
 		a.mu.Unlock()
 		return nil
 	}
-	if err := a.store.Delete(namespace, name); err != nil {
-		a.mu.Unlock()
+	a.mu.Unlock()
+
+	err := a.store.Delete(namespace, name)
+
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	defer a.releaseLocked(key)
+	if err != nil {
 		return fmt.Errorf("forget pod %s: %w", key, err)
 	}
 	delete(a.pods, key)
-	a.mu.Unlock()
-	a.publish(ctx)
+	a.cfg.Merge(ctx, APISourceName, REMOVE, []*v1.Pod{p})
 	return nil
 }
 

@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"github.com/containerd/errdefs"
@@ -25,9 +26,33 @@ import (
 var podsBucket = []byte("pods")
 
 // Store holds pods keyed by namespace/name. It is safe for concurrent use.
+//
+// Writes are group-committed: every Put or Delete is on disk (bbolt commits
+// with an fsync) when it returns, but writes that arrive while a commit is
+// under way wait for the next one and share its transaction and fsync. A
+// lone writer commits at once; under concurrent writers (PodService Applies)
+// the fsyncs per pod fall with the batch size. bbolt's DB.Batch does the
+// same but waits up to MaxBatchDelay to fill a batch, a delay every lone
+// Apply would pay.
 type Store struct {
 	db *bolt.DB
+
+	mu     sync.RWMutex // read-held while sending on writes; write-held to close it
+	closed bool
+	writes chan *write
+	done   chan struct{} // closed when the committer has returned
 }
+
+// write is one Put or Delete waiting for its commit. apply must be
+// idempotent: it runs again in a new transaction if another write of its
+// batch fails.
+type write struct {
+	apply  func(*bolt.Bucket) error
+	result chan error
+}
+
+// maxBatch bounds a transaction, so one commit's latency stays bounded.
+const maxBatch = 1000
 
 // Open opens (creating if needed) the database file at path. It fails fast
 // with errdefs.ErrUnavailable if another process holds the file, rather than
@@ -47,36 +72,123 @@ func Open(path string) (*Store, error) {
 		db.Close()
 		return nil, fmt.Errorf("init %s: %w", path, err)
 	}
-	return &Store{db: db}, nil
+	s := &Store{db: db, writes: make(chan *write), done: make(chan struct{})}
+	go s.commitLoop()
+	return s, nil
 }
 
-// Close closes the database.
-func (s *Store) Close() error { return s.db.Close() }
+// Close waits for the writes under way, then closes the database. Writes
+// after Close fail with errdefs.ErrUnavailable.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	close(s.writes)
+	s.mu.Unlock()
+	<-s.done
+	return s.db.Close()
+}
 
 func key(namespace, name string) []byte { return []byte(namespace + "/" + name) }
 
 // Put writes every pod in one transaction: either all are stored or none.
+// The pods are on disk when it returns nil.
 func (s *Store) Put(pods ...*v1.Pod) error {
-	return s.db.Update(func(tx *bolt.Tx) error {
-		b := tx.Bucket(podsBucket)
-		for _, p := range pods {
-			raw, err := json.Marshal(p)
-			if err != nil {
-				return fmt.Errorf("encode pod %s/%s: %w", p.Namespace, p.Name, err)
-			}
-			if err := b.Put(key(p.Namespace, p.Name), raw); err != nil {
-				return err
+	// Encoded here, in the caller's goroutine, so concurrent callers use
+	// the CPUs while the committer waits for the disk.
+	raws := make([][]byte, len(pods))
+	for i, p := range pods {
+		raw, err := json.Marshal(p)
+		if err != nil {
+			return fmt.Errorf("encode pod %s/%s: %w", p.Namespace, p.Name, err)
+		}
+		raws[i] = raw
+	}
+	return s.update(func(b *bolt.Bucket) error {
+		for i, p := range pods {
+			if err := b.Put(key(p.Namespace, p.Name), raws[i]); err != nil {
+				return fmt.Errorf("store pod %s/%s: %w", p.Namespace, p.Name, err)
 			}
 		}
 		return nil
 	})
 }
 
-// Delete removes a pod; deleting an absent pod is not an error.
+// Delete removes a pod; deleting an absent pod is not an error. The removal
+// is on disk when it returns nil.
 func (s *Store) Delete(namespace, name string) error {
-	return s.db.Update(func(tx *bolt.Tx) error {
-		return tx.Bucket(podsBucket).Delete(key(namespace, name))
+	return s.update(func(b *bolt.Bucket) error {
+		return b.Delete(key(namespace, name))
 	})
+}
+
+// update hands apply to the committer and waits until its transaction is
+// committed.
+func (s *Store) update(apply func(*bolt.Bucket) error) error {
+	w := &write{apply: apply, result: make(chan error, 1)}
+	s.mu.RLock()
+	if s.closed {
+		s.mu.RUnlock()
+		return fmt.Errorf("pod store closed: %w", errdefs.ErrUnavailable)
+	}
+	s.writes <- w
+	s.mu.RUnlock()
+	return <-w.result
+}
+
+// commitLoop commits writes until the writes channel is closed. Each
+// transaction takes the write that woke it plus every write that queued up
+// meanwhile: the writers blocked while the previous commit was syncing.
+func (s *Store) commitLoop() {
+	defer close(s.done)
+	for w := range s.writes {
+		batch := []*write{w}
+	gather:
+		for len(batch) < maxBatch {
+			select {
+			case w, ok := <-s.writes:
+				if !ok {
+					break gather
+				}
+				batch = append(batch, w)
+			default:
+				break gather
+			}
+		}
+		s.commit(batch)
+	}
+}
+
+// commit applies batch in one transaction and tells each write its result.
+// A write whose apply fails gets its error and the others are committed
+// again without it, so one bad write does not fail the writes it happened to
+// share a transaction with (as bbolt's DB.Batch retries).
+func (s *Store) commit(batch []*write) {
+	for len(batch) > 0 {
+		failed := -1
+		err := s.db.Update(func(tx *bolt.Tx) error {
+			b := tx.Bucket(podsBucket)
+			for i, w := range batch {
+				if err := w.apply(b); err != nil {
+					failed = i
+					return err
+				}
+			}
+			return nil
+		})
+		if failed < 0 {
+			// Committed, or the commit itself failed: the same for all.
+			for _, w := range batch {
+				w.result <- err
+			}
+			return
+		}
+		batch[failed].result <- err
+		batch = append(batch[:failed:failed], batch[failed+1:]...)
+	}
 }
 
 // Get returns one pod, or an error wrapping errdefs.ErrNotFound.
