@@ -13,6 +13,14 @@
 //
 //	cd gateway && go test -run '^$' -bench . -benchtime 20000x ./bench/
 //
+// BenchmarkPodSync makes, per iteration, the eleven CRI calls sync makes to
+// start one pod (status lists by pod UID, RunPodSandbox, PodSandboxStatus,
+// ImageStatus, CreateContainer, StartContainer, the statuses again), pods
+// accumulating as in a burst, and adds a fourth way, gateway+events, with a
+// GetContainerEvents subscriber attached as sync keeps one:
+//
+//	go test -run '^$' -bench PodSync -benchtime 1000x ./bench/
+//
 // BenchmarkContainerd compares a client of containerd's socket with the
 // gateway's cri backend in front of it, with the gateway both in the
 // benchmark's process and in a process of its own (as deployed); it runs only

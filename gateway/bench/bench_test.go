@@ -75,7 +75,13 @@ func socketPath(b *testing.B) string {
 	return filepath.Join(dir, "cri.sock")
 }
 
-func dial(b *testing.B, path string) runtimeapi.RuntimeServiceClient {
+// client is a connection's RuntimeService and ImageService clients.
+type client struct {
+	runtimeapi.RuntimeServiceClient
+	runtimeapi.ImageServiceClient
+}
+
+func dial(b *testing.B, path string) client {
 	b.Helper()
 	conn, err := grpc.NewClient("unix://"+path, grpc.WithTransportCredentials(insecure.NewCredentials()),
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(16<<20)))
@@ -83,11 +89,11 @@ func dial(b *testing.B, path string) runtimeapi.RuntimeServiceClient {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { conn.Close() })
-	return runtimeapi.NewRuntimeServiceClient(conn)
+	return client{runtimeapi.NewRuntimeServiceClient(conn), runtimeapi.NewImageServiceClient(conn)}
 }
 
 // plainServer serves rt on a unix socket with no interceptors: the baseline.
-func plainServer(b *testing.B, rt backend.Runtime) runtimeapi.RuntimeServiceClient {
+func plainServer(b *testing.B, rt backend.Runtime) client {
 	b.Helper()
 	path := socketPath(b)
 	ln, err := net.Listen("unix", path)
@@ -104,7 +110,7 @@ func plainServer(b *testing.B, rt backend.Runtime) runtimeapi.RuntimeServiceClie
 
 // gatewayServer serves rt through the gateway with its production defaults:
 // default deadline, default policy, metrics (registry only, no HTTP).
-func gatewayServer(b *testing.B, rt backend.Runtime) runtimeapi.RuntimeServiceClient {
+func gatewayServer(b *testing.B, rt backend.Runtime) client {
 	b.Helper()
 	path := socketPath(b)
 	srv, err := server.New(server.Config{
@@ -325,7 +331,7 @@ func runGatewayChild(endpoint, socket string) error {
 
 // gatewayProcess starts the gateway in front of endpoint as a child process
 // and returns a client of its socket.
-func gatewayProcess(b *testing.B, endpoint string) runtimeapi.RuntimeServiceClient {
+func gatewayProcess(b *testing.B, endpoint string) client {
 	b.Helper()
 	path := socketPath(b)
 	cmd := exec.Command(os.Args[0])

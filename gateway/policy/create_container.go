@@ -12,25 +12,28 @@ import (
 // host PID namespace even when its pod did not.
 func (p *Policy) CheckCreateContainer(req *runtimeapi.CreateContainerRequest) error {
 	cfg := req.GetConfig()
-	object := fmt.Sprintf("container %q in pod %q",
-		cfg.GetMetadata().GetName(), podName(req.GetSandboxConfig().GetMetadata()))
+	rule := p.createContainerRule(cfg)
+	if rule == "" {
+		return nil
+	}
+	// The object is named only for a refusal: every container passes here.
+	return &DeniedError{Rule: rule, Object: fmt.Sprintf("container %q in pod %q",
+		cfg.GetMetadata().GetName(), podName(req.GetSandboxConfig().GetMetadata()))}
+}
+
+// createContainerRule is the first rule cfg breaks, or "".
+func (p *Policy) createContainerRule(cfg *runtimeapi.ContainerConfig) string {
 	sc := cfg.GetLinux().GetSecurityContext()
 	if sc.GetPrivileged() && !p.cfg.AllowPrivileged {
-		return &DeniedError{Rule: "privileged containers are not allowed", Object: object}
+		return "privileged containers are not allowed"
 	}
-	if err := p.checkNamespaces(sc.GetNamespaceOptions(), object); err != nil {
-		return err
+	if rule := p.namespaceRule(sc.GetNamespaceOptions()); rule != "" {
+		return rule
 	}
 	for _, m := range cfg.GetMounts() {
-		if m.GetHostPath() == "" {
-			continue
-		}
-		if !p.hostPathAllowed(m.GetHostPath()) {
-			return &DeniedError{
-				Rule:   fmt.Sprintf("host path %q is not under an allowed prefix", m.GetHostPath()),
-				Object: object,
-			}
+		if m.GetHostPath() != "" && !p.hostPathAllowed(m.GetHostPath()) {
+			return fmt.Sprintf("host path %q is not under an allowed prefix", m.GetHostPath())
 		}
 	}
-	return nil
+	return ""
 }

@@ -120,21 +120,18 @@ func (e *DeniedError) Error() string {
 // the server's error conversion finds the gRPC code.
 func (e *DeniedError) Unwrap() error { return errdefs.ErrPermissionDenied }
 
-// checkNamespaces applies the host namespace rules shared by pods and containers.
-func (p *Policy) checkNamespaces(ns *runtimeapi.NamespaceOption, object string) error {
-	if ns == nil {
-		return nil
+// namespaceRule applies the host namespace rules shared by pods and
+// containers: it returns the first rule ns breaks, or "".
+func (p *Policy) namespaceRule(ns *runtimeapi.NamespaceOption) string {
+	switch {
+	case ns.GetNetwork() == runtimeapi.NamespaceMode_NODE && !p.cfg.AllowHostNetwork:
+		return "host network is not allowed"
+	case ns.GetPid() == runtimeapi.NamespaceMode_NODE && !p.cfg.AllowHostPID:
+		return "host PID namespace is not allowed"
+	case ns.GetIpc() == runtimeapi.NamespaceMode_NODE && !p.cfg.AllowHostIPC:
+		return "host IPC namespace is not allowed"
 	}
-	if ns.GetNetwork() == runtimeapi.NamespaceMode_NODE && !p.cfg.AllowHostNetwork {
-		return &DeniedError{Rule: "host network is not allowed", Object: object}
-	}
-	if ns.GetPid() == runtimeapi.NamespaceMode_NODE && !p.cfg.AllowHostPID {
-		return &DeniedError{Rule: "host PID namespace is not allowed", Object: object}
-	}
-	if ns.GetIpc() == runtimeapi.NamespaceMode_NODE && !p.cfg.AllowHostIPC {
-		return &DeniedError{Rule: "host IPC namespace is not allowed", Object: object}
-	}
-	return nil
+	return ""
 }
 
 // hostPathAllowed reports whether path, once cleaned, is one of the allowed

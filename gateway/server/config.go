@@ -42,6 +42,10 @@ type Config struct {
 
 	// MetricsAddr, when set, serves /metrics and /healthz over plain HTTP.
 	MetricsAddr string
+	// Profiling adds Go's pprof handlers under /debug/pprof/ to the metrics
+	// HTTP server, as the kubelet's enableProfilingHandler does. Off by
+	// default: profiles expose the process's memory and command line.
+	Profiling bool
 
 	// DefaultTimeout is the deadline given to a unary call whose caller set
 	// none. 0 means no default deadline. Streams never get one; see deadline.go.

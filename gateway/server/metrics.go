@@ -66,7 +66,7 @@ func (m *metrics) observe(meth *method, code codes.Code, d time.Duration) {
 
 // httpHandler serves /metrics from the server's registry and /healthz, which
 // answers 200 while the gateway serves and 503 once it is shutting down.
-func (m *metrics) httpHandler(serving *atomic.Bool) http.Handler {
+func (m *metrics) httpHandler(serving *atomic.Bool) *http.ServeMux {
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(m.registry, promhttp.HandlerOpts{Registry: m.registry}))
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {

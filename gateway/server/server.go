@@ -313,8 +313,15 @@ func stopBounded(gs *grpc.Server, timeout time.Duration, log *zap.Logger) {
 	}
 }
 
-// MetricsHandler serves /metrics and /healthz, as on MetricsAddr.
-func (s *Server) MetricsHandler() http.Handler { return s.metrics.httpHandler(&s.serving) }
+// MetricsHandler serves /metrics and /healthz, and with Config.Profiling
+// /debug/pprof/, as on MetricsAddr.
+func (s *Server) MetricsHandler() http.Handler {
+	mux := s.metrics.httpHandler(&s.serving)
+	if s.cfg.Profiling {
+		addProfiling(mux)
+	}
+	return mux
+}
 
 // TCPAddr is the TCP listener's address (useful with port 0), or nil.
 func (s *Server) TCPAddr() net.Addr {

@@ -87,8 +87,7 @@ func (r *Runtime) CreateContainer(ctx context.Context, req *runtimeapi.CreateCon
 	if lr := cfg.GetLinux().GetResources(); lr != nil {
 		c.resources = &runtimeapi.ContainerResources{Linux: proto.CloneOf(lr)}
 	}
-	r.st.containers[id] = c
-	sb.containers[id] = c
+	r.st.addContainer(c)
 	r.emitLocked(id, sb, runtimeapi.ContainerEventType_CONTAINER_CREATED_EVENT)
 	r.log(ctx).Debug("container created", zap.String("id", id), zap.String("name", name), zap.String("behavior", script))
 	return &runtimeapi.CreateContainerResponse{ContainerId: id}, nil

@@ -39,8 +39,7 @@ func (r *Runtime) removeContainerLocked(c *container) error {
 	r.exitLocked(c, exitSIGKILL, "", "") // no-op unless running
 	c.stopTimer()
 	c.removing = true
-	delete(r.st.containers, c.id)
-	delete(c.sb.containers, c.id)
+	r.st.deleteContainer(c)
 	if r.st.containerNames[c.name] == c.id {
 		delete(r.st.containerNames, c.name)
 	}

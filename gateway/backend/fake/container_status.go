@@ -43,7 +43,7 @@ func (r *Runtime) containerStatusLocked(c *container) *runtimeapi.ContainerStatu
 	cfg := c.config
 	st := &runtimeapi.ContainerStatus{
 		Id:          c.id,
-		Metadata:    proto.CloneOf(cfg.GetMetadata()),
+		Metadata:    copyContainerMetadata(cfg.GetMetadata()),
 		State:       c.state,
 		CreatedAt:   c.createdAt,
 		StartedAt:   c.startedAt,

@@ -7,7 +7,6 @@ import (
 
 	"github.com/containerd/errdefs"
 	"google.golang.org/grpc"
-	"google.golang.org/protobuf/proto"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
@@ -114,6 +113,8 @@ func (r *Runtime) emitLocked(containerID string, sb *sandbox, typ runtimeapi.Con
 // GetContainerEvents streams container and sandbox events to the caller
 // until it goes away or the runtime closes. Every subscriber gets every
 // event from the moment it subscribed, in the order the state changed.
+// Events are shared between subscribers: a caller of this method in the
+// same process (not over gRPC) must treat them as read-only.
 func (r *Runtime) GetContainerEvents(req *runtimeapi.GetEventsRequest, stream grpc.ServerStreamingServer[runtimeapi.ContainerEventResponse]) error {
 	ctx := stream.Context()
 	if err := r.inject(ctx, "GetContainerEvents"); err != nil {
@@ -137,8 +138,11 @@ func (r *Runtime) GetContainerEvents(req *runtimeapi.GetEventsRequest, stream gr
 				// As containerd ends the stream when its queue closes.
 				return fmt.Errorf("container events subscription closed by server: %w", errdefs.ErrUnavailable)
 			}
-			// Each subscriber gets its own copy; the event is shared.
-			if err := stream.Send(proto.CloneOf(ev)); err != nil {
+			// The event is shared by every subscriber and sent as is: it is
+			// built fresh by emitLocked and never written after publish,
+			// and Send only reads it to marshal it. (A per-subscriber deep
+			// copy of the pod's statuses cost more than the send.)
+			if err := stream.Send(ev); err != nil {
 				return err
 			}
 		}

@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/containerd/errdefs"
@@ -25,6 +26,9 @@ type faults struct {
 	rng          *rand.Rand
 	list         []fault
 	pullFailures []*regexp.Regexp
+	// any is len(list) > 0, read without mu so that the calls of a runtime
+	// without faults, nearly all of them, do not all take one lock.
+	any atomic.Bool
 }
 
 type fault struct {
@@ -74,6 +78,7 @@ func (r *Runtime) SetFaults(ctx context.Context, req *gatewayv1.SetFaultsRequest
 	r.faults.mu.Lock()
 	r.faults.list = list
 	r.faults.pullFailures = pulls
+	r.faults.any.Store(len(list) > 0)
 	r.faults.mu.Unlock()
 	r.log(ctx).Info("fake faults set", zap.Int("faults", len(list)), zap.Int("pull_failures", len(pulls)))
 	return &gatewayv1.SetFaultsResponse{}, nil
@@ -97,6 +102,9 @@ func (r *Runtime) GetFaults(ctx context.Context, _ *gatewayv1.GetFaultsRequest) 
 // waits out their latency (or the caller's deadline) and, with each fault's
 // error rate, returns a gRPC status error with the fault's code.
 func (r *Runtime) inject(ctx context.Context, method string) error {
+	if !r.faults.any.Load() {
+		return nil
+	}
 	r.faults.mu.Lock()
 	var (
 		delay time.Duration

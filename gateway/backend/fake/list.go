@@ -4,7 +4,6 @@ import (
 	"context"
 
 	"google.golang.org/grpc"
-	"google.golang.org/protobuf/proto"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
@@ -13,7 +12,8 @@ const streamChunk = 500
 
 // ListPodSandbox lists sandboxes matching every filter field: id (full or
 // unique prefix, as containerd's filterCRISandboxes resolves it), state and
-// label selector.
+// label selector. A selector naming PodUIDLabel, as the kubelet's
+// getSandboxIDByPodUID sends, is served from the pod UID index.
 func (r *Runtime) ListPodSandbox(ctx context.Context, req *runtimeapi.ListPodSandboxRequest) (*runtimeapi.ListPodSandboxResponse, error) {
 	if err := r.inject(ctx, "ListPodSandbox"); err != nil {
 		return nil, err
@@ -24,25 +24,12 @@ func (r *Runtime) ListPodSandbox(ctx context.Context, req *runtimeapi.ListPodSan
 }
 
 func (r *Runtime) listSandboxesLocked(f *runtimeapi.PodSandboxFilter) []*runtimeapi.PodSandbox {
-	cands := r.st.sandboxes
-	if f.GetId() != "" {
-		sb, err := r.st.sandbox(f.GetId())
-		if err != nil {
-			return []*runtimeapi.PodSandbox{}
-		}
-		cands = map[string]*sandbox{sb.id: sb}
-	}
-	out := make([]*runtimeapi.PodSandbox, 0, len(cands))
-	for _, sb := range cands {
-		if f.GetState() != nil && f.GetState().GetState() != sb.state {
-			continue
-		}
-		if !matchLabels(sb.config.GetLabels(), f.GetLabelSelector()) {
-			continue
-		}
+	sbs := r.filterSandboxesLocked(f.GetId(), f.GetState(), f.GetLabelSelector())
+	out := make([]*runtimeapi.PodSandbox, 0, len(sbs))
+	for _, sb := range sbs {
 		out = append(out, &runtimeapi.PodSandbox{
 			Id:             sb.id,
-			Metadata:       proto.CloneOf(sb.config.GetMetadata()),
+			Metadata:       copySandboxMetadata(sb.config.GetMetadata()),
 			State:          sb.state,
 			CreatedAt:      sb.createdAt,
 			Labels:         cloneMap(sb.config.GetLabels()),
@@ -53,9 +40,42 @@ func (r *Runtime) listSandboxesLocked(f *runtimeapi.PodSandboxFilter) []*runtime
 	return out
 }
 
+// filterSandboxesLocked returns the sandboxes matching every filter field
+// given. It scans only the candidates the most selective field allows: the
+// one sandbox an id names, else the pod's sandboxes when the selector names
+// PodUIDLabel, else all; every field is still checked on each candidate.
+func (r *Runtime) filterSandboxesLocked(id string, state *runtimeapi.PodSandboxStateValue, selector map[string]string) []*sandbox {
+	cands := r.st.sandboxes
+	if id != "" {
+		sb, err := r.st.sandbox(id)
+		if err != nil {
+			return nil
+		}
+		cands = map[string]*sandbox{sb.id: sb}
+	} else if byPod, ok := r.st.sandboxesByPod.lookup(selector); ok {
+		cands = byPod
+	}
+	var out []*sandbox
+	if state == nil && len(selector) == 0 {
+		out = make([]*sandbox, 0, len(cands))
+	}
+	for _, sb := range cands {
+		if state != nil && state.GetState() != sb.state {
+			continue
+		}
+		if !matchLabels(sb.config.GetLabels(), selector) {
+			continue
+		}
+		out = append(out, sb)
+	}
+	return out
+}
+
 // ListContainers lists containers matching every filter field: id (full or
 // unique prefix), state, pod_sandbox_id (full or unique prefix; served from
-// the per-sandbox index) and label selector.
+// the per-sandbox index) and label selector (a PodUIDLabel pair, as the
+// kubelet's getPodContainerStatuses sends, is served from the pod UID
+// index).
 func (r *Runtime) ListContainers(ctx context.Context, req *runtimeapi.ListContainersRequest) (*runtimeapi.ListContainersResponse, error) {
 	if err := r.inject(ctx, "ListContainers"); err != nil {
 		return nil, err
@@ -65,44 +85,68 @@ func (r *Runtime) ListContainers(ctx context.Context, req *runtimeapi.ListContai
 	return &runtimeapi.ListContainersResponse{Containers: r.listContainersLocked(req.GetFilter())}, nil
 }
 
-// filterContainersLocked returns the containers matching f's id, sandbox and
-// labels (not state: stats filters have none).
-func (r *Runtime) filterContainersLocked(id, sandboxID string, selector map[string]string) []*container {
-	cands := r.st.containers
+// filterContainersLocked returns the containers matching every filter field
+// given: id and sandboxID (full IDs or unique prefixes), state (nil: any;
+// stats filters have none) and the label selector. Like
+// filterSandboxesLocked it scans only the smallest candidate set the fields
+// allow (the one container an id names, the sandbox's containers, or the
+// pod's containers by PodUIDLabel) and checks every field on each.
+func (r *Runtime) filterContainersLocked(id, sandboxID string, state *runtimeapi.ContainerStateValue, selector map[string]string) []*container {
+	var sb *sandbox
 	if sandboxID != "" {
-		sb, err := r.st.sandbox(sandboxID)
-		if err != nil {
+		var err error
+		if sb, err = r.st.sandbox(sandboxID); err != nil {
 			return nil
 		}
-		cands = sb.containers
 	}
+	var only *container
 	if id != "" {
-		c, err := r.st.container(id)
-		if err != nil || (sandboxID != "" && cands[c.id] == nil) {
+		var err error
+		if only, err = r.st.container(id); err != nil {
 			return nil
 		}
-		cands = map[string]*container{c.id: c}
 	}
-	out := make([]*container, 0, len(cands))
-	for _, c := range cands {
-		if matchLabels(c.config.GetLabels(), selector) {
-			out = append(out, c)
+	cands := r.st.containers
+	switch {
+	case only != nil:
+		cands = map[string]*container{only.id: only}
+	case sb != nil:
+		cands = sb.containers
+		if byPod, ok := r.st.containersByPod.lookup(selector); ok && len(byPod) < len(cands) {
+			cands = byPod
 		}
+	default:
+		if byPod, ok := r.st.containersByPod.lookup(selector); ok {
+			cands = byPod
+		}
+	}
+	var out []*container
+	if state == nil && len(selector) == 0 {
+		out = make([]*container, 0, len(cands))
+	}
+	for _, c := range cands {
+		if sb != nil && c.sb != sb {
+			continue
+		}
+		if state != nil && state.GetState() != c.state {
+			continue
+		}
+		if !matchLabels(c.config.GetLabels(), selector) {
+			continue
+		}
+		out = append(out, c)
 	}
 	return out
 }
 
 func (r *Runtime) listContainersLocked(f *runtimeapi.ContainerFilter) []*runtimeapi.Container {
-	cs := r.filterContainersLocked(f.GetId(), f.GetPodSandboxId(), f.GetLabelSelector())
+	cs := r.filterContainersLocked(f.GetId(), f.GetPodSandboxId(), f.GetState(), f.GetLabelSelector())
 	out := make([]*runtimeapi.Container, 0, len(cs))
 	for _, c := range cs {
-		if f.GetState() != nil && f.GetState().GetState() != c.state {
-			continue
-		}
 		out = append(out, &runtimeapi.Container{
 			Id:           c.id,
 			PodSandboxId: c.sb.id,
-			Metadata:     proto.CloneOf(c.config.GetMetadata()),
+			Metadata:     copyContainerMetadata(c.config.GetMetadata()),
 			Image:        &runtimeapi.ImageSpec{Image: c.imageName, UserSpecifiedImage: c.config.GetImage().GetUserSpecifiedImage()},
 			ImageRef:     c.imageRef,
 			ImageId:      c.imageID,

@@ -30,7 +30,7 @@ func (r *Runtime) RemovePodSandbox(ctx context.Context, req *runtimeapi.RemovePo
 	}
 	// containerd sends DELETED with the sandbox ID before dropping it.
 	r.emitLocked(sb.id, sb, runtimeapi.ContainerEventType_CONTAINER_DELETED_EVENT)
-	delete(r.st.sandboxes, sb.id)
+	r.st.deleteSandbox(sb)
 	if r.st.sandboxNames[sb.name] == sb.id {
 		delete(r.st.sandboxNames, sb.name)
 	}

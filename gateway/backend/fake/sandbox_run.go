@@ -63,7 +63,7 @@ func (r *Runtime) RunPodSandbox(ctx context.Context, req *runtimeapi.RunPodSandb
 		}
 		sb.ip = ip
 	}
-	r.st.sandboxes[id] = sb
+	r.st.addSandbox(sb)
 	// containerd sends CREATED then STARTED with the sandbox ID as the
 	// container ID (sandbox_run.go).
 	r.emitLocked(id, sb, runtimeapi.ContainerEventType_CONTAINER_CREATED_EVENT)

@@ -39,7 +39,7 @@ func (r *Runtime) PodSandboxStatus(ctx context.Context, req *runtimeapi.PodSandb
 func (r *Runtime) sandboxStatusLocked(sb *sandbox) *runtimeapi.PodSandboxStatus {
 	st := &runtimeapi.PodSandboxStatus{
 		Id:             sb.id,
-		Metadata:       proto.CloneOf(sb.config.GetMetadata()),
+		Metadata:       copySandboxMetadata(sb.config.GetMetadata()),
 		State:          sb.state,
 		CreatedAt:      sb.createdAt,
 		Network:        &runtimeapi.PodSandboxNetworkStatus{Ip: sb.ip},

@@ -11,16 +11,20 @@ import (
 )
 
 // populate creates pods sandboxes with 1-3 running containers each and
-// returns their IDs.
+// returns their IDs. Sandboxes and containers carry the pod UID label the
+// kubelet puts on them, so lists can filter by pod as sync does.
 func populate(tb testing.TB, r *Runtime, pods int) (sandboxes, containers []string) {
 	tb.Helper()
 	ctx := context.Background()
 	for i := 0; i < pods; i++ {
 		cfg := sandboxConfig(fmt.Sprintf("pod-%d", i))
+		cfg.Labels[PodUIDLabel] = cfg.Metadata.Uid
 		sb := runSandbox(tb, r, cfg)
 		sandboxes = append(sandboxes, sb)
 		for j := 0; j <= i%3; j++ {
-			id := createContainer(tb, r, sb, cfg, containerConfig(fmt.Sprintf("c%d", j), nil))
+			ccfg := containerConfig(fmt.Sprintf("c%d", j), nil)
+			ccfg.Labels[PodUIDLabel] = cfg.Metadata.Uid
+			id := createContainer(tb, r, sb, cfg, ccfg)
 			if _, err := r.StartContainer(ctx, &runtimeapi.StartContainerRequest{ContainerId: id}); err != nil {
 				tb.Fatal(err)
 			}
@@ -176,5 +180,46 @@ func BenchmarkListContainersBySandbox10k(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// BenchmarkListByPodUID10k lists one pod's sandboxes and containers by the
+// pod UID label, the two lists sync's GetPodStatus makes for every pod it
+// syncs (as the kubelet's getSandboxIDByPodUID and getPodContainerStatuses
+// do). With the pod UID index the per-call cost does not grow with the
+// number of pods.
+func BenchmarkListByPodUID10k(b *testing.B) {
+	for _, pods := range []int{100, 10_000} {
+		r := New(Options{Images: []string{testImage}})
+		populate(b, r, pods)
+		ctx := context.Background()
+		uid := func(i int) string { return fmt.Sprintf("uid-pod-%d", i%pods) }
+		b.Run(fmt.Sprintf("sandboxes/pods=%d", pods), func(b *testing.B) {
+			runtime.GC() // do not bill populate's garbage to the calls
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				resp, err := r.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{Filter: &runtimeapi.PodSandboxFilter{
+					LabelSelector: map[string]string{PodUIDLabel: uid(i)},
+				}})
+				if err != nil || len(resp.Items) != 1 {
+					b.Fatalf("ListPodSandbox: %d items, %v", len(resp.GetItems()), err)
+				}
+			}
+		})
+		b.Run(fmt.Sprintf("containers/pods=%d", pods), func(b *testing.B) {
+			runtime.GC()
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				resp, err := r.ListContainers(ctx, &runtimeapi.ListContainersRequest{Filter: &runtimeapi.ContainerFilter{
+					LabelSelector: map[string]string{PodUIDLabel: uid(i)},
+				}})
+				if err != nil || len(resp.Containers) != i%pods%3+1 {
+					b.Fatalf("ListContainers: %d containers, %v", len(resp.GetContainers()), err)
+				}
+			}
+		})
+		r.Close()
 	}
 }

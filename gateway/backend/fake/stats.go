@@ -47,10 +47,9 @@ func (r *Runtime) ListContainerStats(ctx context.Context, req *runtimeapi.ListCo
 func (r *Runtime) listContainerStatsLocked(f *runtimeapi.ContainerStatsFilter) []*runtimeapi.ContainerStats {
 	now := r.now()
 	out := []*runtimeapi.ContainerStats{}
-	for _, c := range r.filterContainersLocked(f.GetId(), f.GetPodSandboxId(), f.GetLabelSelector()) {
-		if c.state == runtimeapi.ContainerState_CONTAINER_RUNNING {
-			out = append(out, r.containerStatsLocked(c, now))
-		}
+	running := &runtimeapi.ContainerStateValue{State: runtimeapi.ContainerState_CONTAINER_RUNNING}
+	for _, c := range r.filterContainersLocked(f.GetId(), f.GetPodSandboxId(), running, f.GetLabelSelector()) {
+		out = append(out, r.containerStatsLocked(c, now))
 	}
 	return out
 }
@@ -85,8 +84,8 @@ func (r *Runtime) listSandboxStatsLocked(f *runtimeapi.PodSandboxStatsFilter) []
 	now := r.now()
 	out := []*runtimeapi.PodSandboxStats{}
 	ready := &runtimeapi.PodSandboxStateValue{State: runtimeapi.PodSandboxState_SANDBOX_READY}
-	for _, item := range r.listSandboxesLocked(&runtimeapi.PodSandboxFilter{Id: f.GetId(), State: ready, LabelSelector: f.GetLabelSelector()}) {
-		out = append(out, r.sandboxStatsLocked(r.st.sandboxes[item.Id], now))
+	for _, sb := range r.filterSandboxesLocked(f.GetId(), ready, f.GetLabelSelector()) {
+		out = append(out, r.sandboxStatsLocked(sb, now))
 	}
 	return out
 }

@@ -17,8 +17,12 @@ import (
 type store struct {
 	sandboxes  map[string]*sandbox
 	containers map[string]*container
-	images     map[string]*image // by image ID ("sha256:...")
-	imageRefs  map[string]string // normalised reference -> image ID
+	// By PodUIDLabel value (index.go); changed only through addSandbox,
+	// deleteSandbox, addContainer and deleteContainer.
+	sandboxesByPod  podIndex[sandbox]
+	containersByPod podIndex[container]
+	images          map[string]*image // by image ID ("sha256:...")
+	imageRefs       map[string]string // normalised reference -> image ID
 
 	// Name reservations as containerd's registrar keeps them: a name stays
 	// reserved for its ID until the sandbox or container is removed.
@@ -32,13 +36,15 @@ type store struct {
 
 func newStore() *store {
 	return &store{
-		sandboxes:      make(map[string]*sandbox),
-		containers:     make(map[string]*container),
-		images:         make(map[string]*image),
-		imageRefs:      make(map[string]string),
-		sandboxNames:   make(map[string]string),
-		containerNames: make(map[string]string),
-		ips:            newIPAllocator(),
+		sandboxes:       make(map[string]*sandbox),
+		containers:      make(map[string]*container),
+		sandboxesByPod:  make(podIndex[sandbox]),
+		containersByPod: make(podIndex[container]),
+		images:          make(map[string]*image),
+		imageRefs:       make(map[string]string),
+		sandboxNames:    make(map[string]string),
+		containerNames:  make(map[string]string),
+		ips:             newIPAllocator(),
 	}
 }
 
@@ -232,4 +238,22 @@ func cloneMap(m map[string]string) map[string]string {
 		return nil
 	}
 	return maps.Clone(m)
+}
+
+// copySandboxMetadata and copyContainerMetadata copy the metadata every
+// status and list item carries field by field: proto.CloneOf goes through
+// reflection and cost three times as much on these hot paths.
+// TestMetadataCopiesEveryField fails when the CRI adds a field.
+func copySandboxMetadata(m *runtimeapi.PodSandboxMetadata) *runtimeapi.PodSandboxMetadata {
+	if m == nil {
+		return nil
+	}
+	return &runtimeapi.PodSandboxMetadata{Name: m.Name, Uid: m.Uid, Namespace: m.Namespace, Attempt: m.Attempt}
+}
+
+func copyContainerMetadata(m *runtimeapi.ContainerMetadata) *runtimeapi.ContainerMetadata {
+	if m == nil {
+		return nil
+	}
+	return &runtimeapi.ContainerMetadata{Name: m.Name, Attempt: m.Attempt}
 }

@@ -77,7 +77,10 @@ func Parse(args []string, output io.Writer) (Config, error) {
 	fs.StringVar(&s.TLS.ClientCAFile, "tls-client-ca", "",
 		"PEM CA bundle; TCP clients must present a certificate it signed")
 	fs.StringVar(&s.MetricsAddr, "metrics-addr", DefaultMetricsAddr,
-		`address serving Prometheus /metrics and /healthz over HTTP; "" disables it`)
+		`address serving Prometheus /metrics and /healthz (and /debug/pprof/ with --profiling) over HTTP; "" disables it`)
+	fs.BoolVar(&s.Profiling, "profiling", false,
+		"serve Go's pprof profiles under /debug/pprof/ on --metrics-addr, like the kubelet's enableProfilingHandler; "+
+			"off by default, since profiles expose the process's memory and command line")
 	fs.DurationVar(&s.DefaultTimeout, "default-timeout", server.DefaultRequestTimeout,
 		"deadline given to unary CRI calls whose caller set none, like the kubelet's --runtime-request-timeout "+
 			"(StopContainer and ExecSync get it plus their own timeout, PullImage none); 0 disables")
@@ -125,6 +128,9 @@ func Parse(args []string, output io.Writer) (Config, error) {
 	case "fake", "cri":
 	default:
 		return Config{}, fmt.Errorf(`--backend %q: want "fake" or "cri"`, s.Backend)
+	}
+	if s.Profiling && s.MetricsAddr == "" {
+		return Config{}, fmt.Errorf("--profiling needs --metrics-addr: profiles are served on the metrics server")
 	}
 	if s.Backend != "fake" && len(s.FakePreloadImages) > 0 {
 		return Config{}, fmt.Errorf("--fake-preload-images needs --backend=fake")

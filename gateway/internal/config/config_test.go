@@ -35,6 +35,14 @@ func TestParse(t *testing.T) {
 			if c.LogLevel != zapcore.InfoLevel || c.LogFormat != "json" {
 				t.Errorf("log = %v %q", c.LogLevel, c.LogFormat)
 			}
+			if s.Profiling {
+				t.Error("profiling on by default")
+			}
+		}},
+		{desc: "profiling", args: []string{"--profiling"}, check: func(t *testing.T, c Config) {
+			if !c.Server.Profiling || c.Server.MetricsAddr != DefaultMetricsAddr {
+				t.Errorf("profiling %v on %q, want true on %q", c.Server.Profiling, c.Server.MetricsAddr, DefaultMetricsAddr)
+			}
 		}},
 		{desc: "critest-style allow everything", args: []string{"--backend=cri", "--socket=/tmp/gw.sock",
 			"--allow-host-network", "--allow-privileged", "--allow-host-pid", "--allow-host-ipc",
@@ -81,6 +89,7 @@ func TestParse(t *testing.T) {
 		{desc: "bad log format", args: []string{"--log-format=xml"}, wantErr: "--log-format"},
 		{desc: "TCP without TLS files", args: []string{"--listen-tcp=127.0.0.1:0"}, wantErr: "mutual TLS is required"},
 		{desc: "preload with the cri backend", args: []string{"--backend=cri", "--fake-preload-images=a"}, wantErr: "needs --backend=fake"},
+		{desc: "profiling without a metrics server", args: []string{"--profiling", "--metrics-addr="}, wantErr: "--profiling needs --metrics-addr"},
 		{desc: "stray argument", args: []string{"extra"}, wantErr: "unexpected arguments: extra"},
 		{desc: "no socket and no TCP", args: []string{"--socket="}, wantErr: "a unix socket path or a TCP address is required"},
 	}
@@ -108,7 +117,7 @@ func TestHelpDocumentsEveryFlag(t *testing.T) {
 		t.Fatalf("Parse(-h) = %v, want flag.ErrHelp", err)
 	}
 	for _, name := range []string{"backend", "runtime-endpoint", "socket", "socket-mode", "socket-group",
-		"listen-tcp", "tls-cert", "tls-key", "tls-client-ca", "metrics-addr", "default-timeout",
+		"listen-tcp", "tls-cert", "tls-key", "tls-client-ca", "metrics-addr", "profiling", "default-timeout",
 		"allow-privileged", "allow-host-network", "allow-host-pid", "allow-host-ipc", "allowed-host-path",
 		"log-level", "log-format", "fake-preload-images", "version"} {
 		if !strings.Contains(out.String(), "-"+name) {
