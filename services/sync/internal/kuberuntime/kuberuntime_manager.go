@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -131,6 +132,14 @@ func (m *Manager) ContainerWaiting(uid types.UID, name string) (WaitingReason, b
 	return r, ok
 }
 
+// waitingOf returns a copy of the pod's waiting reasons, so SyncPod can tell
+// whether they changed.
+func (m *Manager) waitingOf(uid types.UID) map[string]WaitingReason {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return maps.Clone(m.waiting[uid])
+}
+
 func (m *Manager) setWaiting(uid types.UID, name string, r *WaitingReason) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -199,12 +208,7 @@ func (m *Manager) GetPodStatus(ctx context.Context, uid types.UID, name, namespa
 	}
 	ps.SortNewestFirst()
 	if len(ps.SandboxStatuses) > 0 {
-		if net := ps.SandboxStatuses[0].GetNetwork(); net != nil && net.GetIp() != "" {
-			ps.IPs = append(ps.IPs, net.GetIp())
-			for _, ip := range net.GetAdditionalIps() {
-				ps.IPs = append(ps.IPs, ip.GetIp())
-			}
-		}
+		ps.IPs = sandboxIPs(ps.SandboxStatuses[0])
 		if name == "" {
 			ps.Name = ps.SandboxStatuses[0].GetMetadata().GetName()
 			ps.Namespace = ps.SandboxStatuses[0].GetMetadata().GetNamespace()
@@ -308,11 +312,18 @@ func (m *Manager) GetPods(ctx context.Context) (map[types.UID]*RunningPod, error
 // the container's annotations. Matches the kubelet's KillPod /
 // killPodWithSyncResult: containers in parallel, then the sandboxes.
 func (m *Manager) KillPod(ctx context.Context, pod *v1.Pod, uid types.UID, gracePeriodOverride *int64) error {
-	log := loggerFrom(ctx)
 	ps, err := m.GetPodStatus(ctx, uid, "", "")
 	if err != nil {
 		return err
 	}
+	return m.killPodWithStatus(ctx, pod, ps, gracePeriodOverride)
+}
+
+// killPodWithStatus is KillPod acting on a status the caller read: SyncPod
+// passes the one it computed its actions from, as the kubelet's SyncPod hands
+// its podStatus to killPodWithSyncResult, which saves a read.
+func (m *Manager) killPodWithStatus(ctx context.Context, pod *v1.Pod, ps *container.PodStatus, gracePeriodOverride *int64) error {
+	log := loggerFrom(ctx)
 	var wg sync.WaitGroup
 	errs := make(chan error, len(ps.ContainerStatuses))
 	for _, cs := range ps.ContainerStatuses {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -28,7 +29,29 @@ const (
 	ReasonErrImageNeverPull          = "ErrImageNeverPull"
 )
 
-// SyncPod makes the runtime match the pod, in the kubelet's
+// SyncResult says what SyncPodWithResult did, so that the caller knows
+// whether the runtime's view of the pod may have changed.
+type SyncResult struct {
+	// Acted is true when SyncPod made, or tried, a call that changes the
+	// pod's sandboxes or containers (RunPodSandbox, CreateContainer,
+	// StartContainer, StopContainer, StopPodSandbox, RemoveContainer). A
+	// status read before such a sync no longer shows the pod; after a sync
+	// that did not act it still does.
+	Acted bool
+	// WaitingChanged is true when a waiting reason of one of the pod's
+	// containers (ContainerWaiting) was set, changed or cleared: the pod's
+	// API status shows it although the runtime did not change.
+	WaitingChanged bool
+}
+
+// SyncPod makes the runtime match the pod; it is SyncPodWithResult for
+// callers that need no SyncResult.
+func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod, podStatus *container.PodStatus, probes ProbeResults) error {
+	_, err := m.SyncPodWithResult(ctx, pod, podStatus, probes)
+	return err
+}
+
+// SyncPodWithResult makes the runtime match the pod, in the kubelet's
 // kubeGenericRuntimeManager.SyncPod order:
 //  1. compute what to do (computePodActions);
 //  2. kill the pod if its sandbox must go, else kill unwanted containers;
@@ -39,9 +62,14 @@ const (
 //
 // A container that cannot start records a waiting reason (ContainerWaiting)
 // and does not stop the others, as in the kubelet; the returned error joins
-// every failure. podStatus must be fresh (GetPodStatus) and newest first.
-func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod, podStatus *container.PodStatus, probes ProbeResults) error {
+// every failure. podStatus must be newest first and read after the pod's
+// previous sync acted (GetPodStatus, or a cached status at least that new):
+// decisions on an older status could repeat or undo what that sync did. The
+// result says whether this sync acted, also when it returns an error.
+func (m *Manager) SyncPodWithResult(ctx context.Context, pod *v1.Pod, podStatus *container.PodStatus, probes ProbeResults) (res SyncResult, retErr error) {
 	log := loggerFrom(ctx)
+	waitingBefore := m.waitingOf(pod.UID)
+	defer func() { res.WaitingChanged = !maps.Equal(waitingBefore, m.waitingOf(pod.UID)) }()
 	actions := computePodActions(ctx, pod, podStatus, probes)
 	log.Debug("computed pod actions", zap.Stringer("actions", actions))
 
@@ -50,16 +78,21 @@ func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod, podStatus *container
 			log.Info("pod sandbox changed, it will be killed and re-created")
 			m.opts.Recorder.Event(pod, v1.EventTypeNormal, events.SandboxChanged, "Pod sandbox changed, it will be killed and re-created.")
 		}
-		if err := m.KillPod(ctx, pod, pod.UID, nil); err != nil {
-			return fmt.Errorf("kill pod: %w", err)
+		if hasRunning(podStatus) {
+			res.Acted = true
+			if err := m.killPodWithStatus(ctx, pod, podStatus, nil); err != nil {
+				return res, fmt.Errorf("kill pod: %w", err)
+			}
 		}
 		if actions.CreateSandbox {
+			res.Acted = res.Acted || len(podStatus.ContainerStatuses) > 0
 			m.purgeInitContainers(ctx, pod, podStatus)
 		}
 	} else {
 		for id, info := range actions.ContainersToKill {
+			res.Acted = true
 			if err := m.killContainer(ctx, pod, id, info.Name, info.Container, info.Message, info.Reason, nil); err != nil {
-				return fmt.Errorf("kill container %s: %w", info.Name, err)
+				return res, fmt.Errorf("kill container %s: %w", info.Name, err)
 			}
 		}
 	}
@@ -68,26 +101,27 @@ func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod, podStatus *container
 	if actions.CreateSandbox {
 		if len(actions.ContainersToStart) == 0 && len(actions.InitContainersToStart) == 0 && len(actions.EphemeralContainersToStart) == 0 {
 			// Nothing would run in it: the pod is done.
-			return nil
+			return res, nil
 		}
+		res.Acted = true
 		id, err := m.createPodSandbox(ctx, pod, actions.Attempt)
 		if err != nil {
 			m.opts.Recorder.Eventf(pod, v1.EventTypeWarning, events.FailedCreatePodSandBox, "Failed to create pod sandbox: %v", err)
-			return fmt.Errorf("create sandbox: %w", err)
+			return res, fmt.Errorf("create sandbox: %w", err)
 		}
 		sandboxID = id
 		log.Info("created pod sandbox", zap.String("sandbox", id), zap.Uint32("attempt", actions.Attempt))
 	}
 	if sandboxID == "" || len(actions.ContainersToStart)+len(actions.InitContainersToStart)+len(actions.EphemeralContainersToStart) == 0 {
-		return nil
+		return res, nil
 	}
 	sbStatus, err := m.runtime.PodSandboxStatus(ctx, &runtimeapi.PodSandboxStatusRequest{PodSandboxId: sandboxID})
 	if err != nil {
-		return fmt.Errorf("status of sandbox %s: %w", sandboxID, err)
+		return res, fmt.Errorf("status of sandbox %s: %w", sandboxID, err)
 	}
 	sbConfig, err := generatePodSandboxConfig(ctx, pod, actions.Attempt, m.opts.Sandbox)
 	if err != nil {
-		return fmt.Errorf("sandbox config: %w", err)
+		return res, fmt.Errorf("sandbox config: %w", err)
 	}
 	var podIPs []string
 	if net := sbStatus.GetStatus().GetNetwork(); net != nil && net.GetIp() != "" {
@@ -105,7 +139,9 @@ func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod, podStatus *container
 			m.opts.Recorder.EventfContainer(pod, spec.Name, v1.EventTypeWarning, events.BackOffStartContainer, "Back-off restarting failed container %s in pod %s", spec.Name, backoff.FormatPod(pod))
 			return err
 		}
-		if err := m.startContainer(ctx, pod, podStatus, sandboxID, sbConfig, spec, podIPs); err != nil {
+		created, err := m.startContainer(ctx, pod, podStatus, sandboxID, sbConfig, spec, podIPs)
+		res.Acted = res.Acted || created
+		if err != nil {
 			log.Warn("container start failed", zap.String("container", spec.Name), zap.String("type", typ), zap.Error(err))
 			return err
 		}
@@ -126,7 +162,7 @@ func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod, podStatus *container
 			// before this one did. Sidecars are the exception, but only
 			// once they are up; stopping here is the safe side.
 			errs = append(errs, err)
-			return errors.Join(errs...)
+			return res, errors.Join(errs...)
 		}
 	}
 	for _, idx := range actions.ContainersToStart {
@@ -134,7 +170,24 @@ func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod, podStatus *container
 			errs = append(errs, err)
 		}
 	}
-	return errors.Join(errs...)
+	return res, errors.Join(errs...)
+}
+
+// hasRunning reports whether killing the pod has anything to stop: a
+// container that is not exited, or a ready sandbox (what killPodWithStatus
+// stops).
+func hasRunning(ps *container.PodStatus) bool {
+	for _, cs := range ps.ContainerStatuses {
+		if cs.State != container.ContainerStateExited {
+			return true
+		}
+	}
+	for _, sb := range ps.SandboxStatuses {
+		if sb.GetState() == runtimeapi.PodSandboxState_SANDBOX_READY {
+			return true
+		}
+	}
+	return false
 }
 
 // createPodSandbox creates the pod's log directory and runs its sandbox,
@@ -179,11 +232,13 @@ func (m *Manager) purgeInitContainers(ctx context.Context, pod *v1.Pod, podStatu
 // startContainer pulls the image as the pull policy says, creates and starts
 // one container, then runs its postStart hook. Matches the kubelet's
 // startContainer. The restart count is one more than the
-// latest instance's, read from its annotation.
-func (m *Manager) startContainer(ctx context.Context, pod *v1.Pod, podStatus *container.PodStatus, sandboxID string, sbConfig *runtimeapi.PodSandboxConfig, spec *v1.Container, podIPs []string) error {
+// latest instance's, read from its annotation. created reports whether
+// CreateContainer was called, successfully or not: from then on the pod's
+// runtime state may have changed.
+func (m *Manager) startContainer(ctx context.Context, pod *v1.Pod, podStatus *container.PodStatus, sandboxID string, sbConfig *runtimeapi.PodSandboxConfig, spec *v1.Container, podIPs []string) (created bool, retErr error) {
 	imageRef, err := m.ensureImageExists(ctx, pod, spec, sbConfig)
 	if err != nil {
-		return err
+		return false, err
 	}
 	restartCount := 0
 	if cs := podStatus.FindContainerStatusByName(spec.Name); cs != nil {
@@ -199,24 +254,24 @@ func (m *Manager) startContainer(ctx context.Context, pod *v1.Pod, podStatus *co
 	if err != nil {
 		m.setWaiting(pod.UID, spec.Name, &WaitingReason{Reason: ReasonCreateContainerConfigError, Message: err.Error()})
 		m.opts.Recorder.EventfContainer(pod, spec.Name, v1.EventTypeWarning, events.FailedToCreateContainer, "Error: %v", err)
-		return fmt.Errorf("%s: %w", ReasonCreateContainerConfigError, err)
+		return false, fmt.Errorf("%s: %w", ReasonCreateContainerConfigError, err)
 	}
-	created, err := m.runtime.CreateContainer(ctx, &runtimeapi.CreateContainerRequest{
+	resp, err := m.runtime.CreateContainer(ctx, &runtimeapi.CreateContainerRequest{
 		PodSandboxId: sandboxID, Config: cfg, SandboxConfig: sbConfig,
 	})
 	if err != nil {
 		m.setWaiting(pod.UID, spec.Name, &WaitingReason{Reason: ReasonCreateContainerError, Message: err.Error()})
 		m.opts.Recorder.EventfContainer(pod, spec.Name, v1.EventTypeWarning, events.FailedToCreateContainer, "Error: %v", err)
-		return fmt.Errorf("%s: %w", ReasonCreateContainerError, err)
+		return true, fmt.Errorf("%s: %w", ReasonCreateContainerError, err)
 	}
 	m.opts.Recorder.EventfContainer(pod, spec.Name, v1.EventTypeNormal, events.CreatedContainer, "Created container: %s", spec.Name)
-	if _, err := m.runtime.StartContainer(ctx, &runtimeapi.StartContainerRequest{ContainerId: created.GetContainerId()}); err != nil {
+	if _, err := m.runtime.StartContainer(ctx, &runtimeapi.StartContainerRequest{ContainerId: resp.GetContainerId()}); err != nil {
 		m.setWaiting(pod.UID, spec.Name, &WaitingReason{Reason: ReasonRunContainerError, Message: err.Error()})
 		m.opts.Recorder.EventfContainer(pod, spec.Name, v1.EventTypeWarning, events.FailedToStartContainer, "Error: %v", err)
-		return fmt.Errorf("%s: %w", ReasonRunContainerError, err)
+		return true, fmt.Errorf("%s: %w", ReasonRunContainerError, err)
 	}
 	m.opts.Recorder.EventfContainer(pod, spec.Name, v1.EventTypeNormal, events.StartedContainer, "Started container %s", spec.Name)
-	id := container.BuildContainerID(m.RuntimeName(ctx), created.GetContainerId())
+	id := container.BuildContainerID(m.RuntimeName(ctx), resp.GetContainerId())
 	if msg, err := m.hooks.PostStart(ctx, id, pod, spec); err != nil {
 		// The kubelet kills a container whose postStart hook failed; the
 		// restart policy decides what comes next.
@@ -224,11 +279,11 @@ func (m *Manager) startContainer(ctx context.Context, pod *v1.Pod, podStatus *co
 		if kerr := m.killContainer(ctx, pod, id, spec.Name, spec, "FailedPostStartHook", ReasonFailedPostStartHook, nil); kerr != nil {
 			loggerFrom(ctx).Warn("cannot kill container after its postStart hook failed", zap.String("container", spec.Name), zap.Error(kerr))
 		}
-		return err
+		return true, err
 	}
 	loggerFrom(ctx).Info("started container", zap.String("container", spec.Name),
-		zap.String("containerID", created.GetContainerId()), zap.Int("restartCount", restartCount))
-	return nil
+		zap.String("containerID", resp.GetContainerId()), zap.Int("restartCount", restartCount))
+	return true, nil
 }
 
 // ensureImageExists applies the container's pull policy and the image-pull

@@ -14,7 +14,8 @@ import (
 
 // HandlePodCleanups is housekeeping, run once every source has reported:
 //   - workers of pods no source has any more are forgotten once finished,
-//     and their sandboxes and containers removed from the runtime;
+//     with their cached runtime status, and their sandboxes and containers
+//     removed from the runtime;
 //   - pods the runtime has (by the io.kubernetes.pod.uid label) that sync
 //     created (kuberuntime.ManagedByAnnotation on a sandbox), that no source
 //     knows and no worker handles are orphans: a worker is started to kill
@@ -42,12 +43,17 @@ func (k *Kubelet) HandlePodCleanups(ctx context.Context) {
 		if desired[uid] || !k.workers.Forget(uid) {
 			continue
 		}
+		// Dropped before anything else can run a worker for the UID
+		// again (housekeeping and pod additions share the sync loop).
+		k.forgetPodStatus(uid)
 		if err := k.runtime.RemovePod(ctx, uid); err != nil {
 			log.Warn("cannot remove the runtime leftovers of a removed pod", zap.String("podUID", string(uid)), zap.Error(err))
 		}
 		k.runtime.ForgetPod(uid)
 		log.Info("pod removed", zap.String("podUID", string(uid)))
 	}
+
+	k.cache.Retain(func(uid types.UID) bool { return desired[uid] || k.workers.IsKnown(uid) })
 
 	running, err := k.runtime.GetPods(ctx)
 	if err != nil {

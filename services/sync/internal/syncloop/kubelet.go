@@ -55,6 +55,25 @@ type Runtime interface {
 
 var _ Runtime = (*kuberuntime.Manager)(nil)
 
+// resultSyncer is an optional capability of a Runtime: SyncPod that says
+// whether it acted, so a sync that did nothing does not read the runtime
+// again. A Runtime without it is assumed to act on every sync.
+type resultSyncer interface {
+	SyncPodWithResult(ctx context.Context, pod *v1.Pod, podStatus *container.PodStatus, probes kuberuntime.ProbeResults) (kuberuntime.SyncResult, error)
+}
+
+var _ resultSyncer = (*kuberuntime.Manager)(nil)
+
+// podStatusGenerator is an optional capability of a Runtime: the pod status
+// a container event carries, built without a runtime call. Without it the
+// PLEG only wakes the pod's worker on events, and the worker reads the
+// runtime.
+type podStatusGenerator interface {
+	GeneratePodStatus(ctx context.Context, ev *runtimeapi.ContainerEventResponse) (*container.PodStatus, error)
+}
+
+var _ podStatusGenerator = (*kuberuntime.Manager)(nil)
+
 // Finalizer is told when a deleted pod has terminated, so its source can
 // forget it (the API source deletes it from the store). The kubelet's
 // status manager does this by deleting the pod from the API server.
@@ -144,6 +163,9 @@ type Kubelet struct {
 	runtime    Runtime
 	pleg       *pleg
 	workers    *worker.PodWorkers
+	// cache holds the runtime status of each pod, fed by the PLEG and by
+	// the syncs' own reads (the kubelet's podCache).
+	cache *container.Cache
 
 	mu sync.Mutex
 	// firstSeen is when each pod was first seen, for the start duration
@@ -154,6 +176,13 @@ type Kubelet struct {
 	// pendingAdmission pods wait because admission could not be asked;
 	// they have no worker yet.
 	pendingAdmission map[types.UID]bool
+	// lastSync is, per pod, when the runtime status its previous SyncPod
+	// ended with was read: a later sync may use a cached status read at or
+	// after it, never an older one (the kubelet's lastSyncTime in
+	// podWorkerLoop).
+	lastSync map[types.UID]time.Time
+	// syncing holds the pods whose SyncPod is running.
+	syncing map[types.UID]bool
 	// terminal holds the status imposed on pods the node kills itself
 	// (preemption victims, evicted pods).
 	terminal map[types.UID]*terminalStatus
@@ -198,9 +227,11 @@ func New(opts Options, config *source.PodConfig, podManager *podmanager.Manager,
 	if opts.AdmitRetryMax < opts.AdmitRetryInitial {
 		opts.AdmitRetryMax = max(16*time.Second, opts.AdmitRetryInitial)
 	}
-	return &Kubelet{
+	k := &Kubelet{
 		opts: opts, config: config, podManager: podManager, runtime: rt,
-		pleg:             newPLEG(cri, opts.RelistInterval, opts.Metrics),
+		cache:            container.NewCache(),
+		lastSync:         map[types.UID]time.Time{},
+		syncing:          map[types.UID]bool{},
 		firstSeen:        map[types.UID]time.Time{},
 		rejected:         map[types.UID]bool{},
 		pendingAdmission: map[types.UID]bool{},
@@ -208,6 +239,25 @@ func New(opts Options, config *source.PodConfig, podManager *podmanager.Manager,
 		admitRetry:       make(chan struct{}, 1),
 		admitRetryDelay:  opts.AdmitRetryInitial,
 	}
+	k.pleg = newPLEG(cri, opts.RelistInterval, opts.Metrics)
+	k.pleg.cache, k.pleg.statuses, k.pleg.wanted, k.pleg.syncing = k.cache, rt, k.hasPod, k.isSyncing
+	if gen, ok := rt.(podStatusGenerator); ok {
+		k.pleg.generator = gen
+	}
+	return k
+}
+
+// isSyncing reports whether the pod's SyncPod is running.
+func (k *Kubelet) isSyncing(uid types.UID) bool {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.syncing[uid]
+}
+
+// hasPod reports whether sync handles the pod (a source has it or a worker
+// runs it): the PLEG keeps the runtime status of such pods only.
+func (k *Kubelet) hasPod(uid types.UID) bool {
+	return k.podManager.GetPodByUID(uid) != nil || (k.workers != nil && k.workers.IsKnown(uid))
 }
 
 // Run starts the pod workers and the PLEG and runs the sync loop until ctx

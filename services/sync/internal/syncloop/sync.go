@@ -31,12 +31,64 @@ func (r reasons) Get(uid types.UID, name string) (status.WaitingReason, bool) {
 }
 
 // generateStatus reads the runtime's view of the pod, generates its API
-// status and publishes it.
+// status and publishes it. The read goes into the status cache.
 func (k *Kubelet) generateStatus(ctx context.Context, pod *v1.Pod, terminal bool) (*container.PodStatus, v1.PodStatus, error) {
+	podStatus, _, err := k.readPodStatus(ctx, pod)
+	if err != nil {
+		return nil, v1.PodStatus{}, err
+	}
+	return podStatus, k.publishStatus(ctx, pod, podStatus, terminal), nil
+}
+
+// readPodStatus reads the pod's status from the runtime, stores it in the
+// cache and returns it with the time the read started.
+func (k *Kubelet) readPodStatus(ctx context.Context, pod *v1.Pod) (*container.PodStatus, time.Time, error) {
+	readAt := time.Now()
 	podStatus, err := k.runtime.GetPodStatus(ctx, pod.UID, pod.Name, pod.Namespace)
 	if err != nil {
-		return nil, v1.PodStatus{}, fmt.Errorf("runtime status: %w", err)
+		return nil, time.Time{}, fmt.Errorf("runtime status: %w", err)
 	}
+	k.cache.Set(pod.UID, podStatus, readAt)
+	return podStatus, readAt, nil
+}
+
+// podStatusForSync returns the runtime status a sync of pod starts from,
+// and when it was read: the cached status when it was read at or after the
+// end of the pod's previous sync, else a fresh read. The first sync of a pod
+// always reads. Matches the kubelet's podWorkerLoop, which takes
+// podCache.GetNewerThan(uid, lastSyncTime), except that it reads instead of
+// waiting for the PLEG.
+func (k *Kubelet) podStatusForSync(ctx context.Context, pod *v1.Pod) (*container.PodStatus, time.Time, error) {
+	k.mu.Lock()
+	since, synced := k.lastSync[pod.UID]
+	k.mu.Unlock()
+	if synced {
+		if podStatus, readAt, ok := k.cache.GetNewerThan(pod.UID, since); ok {
+			return podStatus, readAt, nil
+		}
+	}
+	return k.readPodStatus(ctx, pod)
+}
+
+// setLastSync records that the pod's sync ended with a status read at t.
+func (k *Kubelet) setLastSync(uid types.UID, t time.Time) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.lastSync[uid] = t
+}
+
+// forgetPodStatus drops what the sync loop keeps about a removed pod's
+// runtime status.
+func (k *Kubelet) forgetPodStatus(uid types.UID) {
+	k.mu.Lock()
+	delete(k.lastSync, uid)
+	k.mu.Unlock()
+	k.cache.Delete(uid)
+}
+
+// publishStatus generates the pod's API status from podStatus and publishes
+// it; it returns the status in effect.
+func (k *Kubelet) publishStatus(ctx context.Context, pod *v1.Pod, podStatus *container.PodStatus, terminal bool) v1.PodStatus {
 	// The status of a node-initiated kill applies once the pod is being
 	// terminated (terminal: its containers were just killed).
 	var ts *terminalStatus
@@ -60,7 +112,7 @@ func (k *Kubelet) generateStatus(ctx context.Context, pod *v1.Pod, terminal bool
 	// for good runs again is dropped; an unchanged one is not republished.
 	if err := status.CheckContainerStateTransition(in.OldStatus, &apiStatus, pod.Spec.RestartPolicy); err != nil {
 		logctx.From(ctx).Error("dropping a pod status that goes backwards", zap.Error(err))
-		return podStatus, *in.OldStatus, nil
+		return *in.OldStatus
 	}
 	if status.NeedsUpdate(in.OldStatus, &apiStatus) {
 		k.podManager.SetPodStatus(pod.UID, apiStatus)
@@ -68,7 +120,7 @@ func (k *Kubelet) generateStatus(ctx context.Context, pod *v1.Pod, terminal bool
 	if apiStatus.Phase == v1.PodRunning {
 		k.observeStarted(pod.UID)
 	}
-	return podStatus, apiStatus, nil
+	return apiStatus
 }
 
 func (k *Kubelet) observeStarted(uid types.UID) {
@@ -83,15 +135,32 @@ func (k *Kubelet) observeStarted(uid types.UID) {
 // SyncPod makes a running pod match its spec. It generates and publishes the
 // pod's status first; a pod whose phase is terminal (Succeeded or Failed)
 // is reported as such and not acted on, so the worker terminates it.
-// Otherwise the runtime syncs it, and the status is refreshed so watchers
-// see the outcome without waiting for the next sync. Matches the kubelet's
-// SyncPod.
+// Otherwise the runtime syncs it, and if that changed the pod the status is
+// read again and published, so watchers see the outcome without waiting for
+// the next sync. Matches the kubelet's SyncPod.
+//
+// The status a sync starts from comes from the cache when it was read at or
+// after the end of the pod's previous sync (podStatusForSync): a sync woken
+// by a PLEG event or a resync then makes no runtime call unless it acts. The
+// end of a sync is the read of the status it acted on, or, when it acted,
+// the read after its actions; a sync thus never acts on a status older than
+// what an earlier sync did.
 func (k *Kubelet) SyncPod(ctx context.Context, updateType worker.UpdateType, pod *v1.Pod) (bool, error) {
-	podStatus, apiStatus, err := k.generateStatus(ctx, pod, false)
+	k.mu.Lock()
+	k.syncing[pod.UID] = true
+	k.mu.Unlock()
+	defer func() {
+		k.mu.Lock()
+		delete(k.syncing, pod.UID)
+		k.mu.Unlock()
+	}()
+	podStatus, readAt, err := k.podStatusForSync(ctx, pod)
 	if err != nil {
 		return false, err
 	}
+	apiStatus := k.publishStatus(ctx, pod, podStatus, false)
 	if apiStatus.Phase == v1.PodSucceeded || apiStatus.Phase == v1.PodFailed {
+		k.setLastSync(pod.UID, readAt)
 		logctx.From(ctx).Info("pod is terminal", zap.String("phase", string(apiStatus.Phase)))
 		return true, nil
 	}
@@ -99,11 +168,39 @@ func (k *Kubelet) SyncPod(ctx context.Context, updateType worker.UpdateType, pod
 	if k.opts.Prober != nil {
 		probes = k.opts.Prober
 	}
-	syncErr := k.runtime.SyncPod(ctx, pod, podStatus, probes)
-	if _, _, err := k.generateStatus(ctx, pod, false); err != nil && syncErr == nil {
-		syncErr = err
+	res, syncErr := k.syncRuntime(ctx, pod, podStatus, probes)
+	switch {
+	case res.Acted:
+		after, afterAt, err := k.readPodStatus(ctx, pod)
+		if err != nil {
+			// The next sync must not use a status read before this
+			// one's actions.
+			k.setLastSync(pod.UID, time.Now())
+			if syncErr == nil {
+				syncErr = err
+			}
+			break
+		}
+		k.setLastSync(pod.UID, afterAt)
+		k.publishStatus(ctx, pod, after, false)
+	case res.WaitingChanged:
+		// Only a waiting reason changed: the status shows it, the runtime
+		// read stays good.
+		k.setLastSync(pod.UID, readAt)
+		k.publishStatus(ctx, pod, podStatus, false)
+	default:
+		k.setLastSync(pod.UID, readAt)
 	}
 	return false, syncErr
+}
+
+// syncRuntime runs the runtime's SyncPod. A Runtime that cannot say whether
+// it acted is taken to have acted.
+func (k *Kubelet) syncRuntime(ctx context.Context, pod *v1.Pod, podStatus *container.PodStatus, probes kuberuntime.ProbeResults) (kuberuntime.SyncResult, error) {
+	if rs, ok := k.runtime.(resultSyncer); ok {
+		return rs.SyncPodWithResult(ctx, pod, podStatus, probes)
+	}
+	return kuberuntime.SyncResult{Acted: true, WaitingChanged: true}, k.runtime.SyncPod(ctx, pod, podStatus, probes)
 }
 
 // SyncTerminatingPod stops the pod's containers with the grace period, then

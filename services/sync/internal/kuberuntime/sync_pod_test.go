@@ -1,0 +1,222 @@
+package kuberuntime
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	v1 "k8s.io/api/core/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/splitlet/splitlet/services/sync/internal/container"
+)
+
+// mutationRecorder is a RuntimeServiceClient and ImageServiceClient that
+// succeeds at every call SyncPod makes and records the calls that change a
+// pod; any other call panics (embedded nil interfaces).
+type mutationRecorder struct {
+	runtimeapi.RuntimeServiceClient
+	runtimeapi.ImageServiceClient
+	mu        sync.Mutex
+	mutations []string
+}
+
+func (f *mutationRecorder) record(call string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.mutations = append(f.mutations, call)
+}
+
+func (f *mutationRecorder) calls() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]string(nil), f.mutations...)
+}
+
+func (f *mutationRecorder) Version(context.Context, *runtimeapi.VersionRequest, ...grpc.CallOption) (*runtimeapi.VersionResponse, error) {
+	return &runtimeapi.VersionResponse{RuntimeName: testRuntime}, nil
+}
+
+func (f *mutationRecorder) RunPodSandbox(context.Context, *runtimeapi.RunPodSandboxRequest, ...grpc.CallOption) (*runtimeapi.RunPodSandboxResponse, error) {
+	f.record("RunPodSandbox")
+	return &runtimeapi.RunPodSandboxResponse{PodSandboxId: testSandboxID}, nil
+}
+
+func (f *mutationRecorder) PodSandboxStatus(context.Context, *runtimeapi.PodSandboxStatusRequest, ...grpc.CallOption) (*runtimeapi.PodSandboxStatusResponse, error) {
+	return &runtimeapi.PodSandboxStatusResponse{Status: readySandbox(testSandboxID, 0)}, nil
+}
+
+func (f *mutationRecorder) CreateContainer(_ context.Context, req *runtimeapi.CreateContainerRequest, _ ...grpc.CallOption) (*runtimeapi.CreateContainerResponse, error) {
+	f.record("CreateContainer " + req.GetConfig().GetMetadata().GetName())
+	return &runtimeapi.CreateContainerResponse{ContainerId: "new-" + req.GetConfig().GetMetadata().GetName()}, nil
+}
+
+func (f *mutationRecorder) StartContainer(_ context.Context, req *runtimeapi.StartContainerRequest, _ ...grpc.CallOption) (*runtimeapi.StartContainerResponse, error) {
+	f.record("StartContainer " + req.GetContainerId())
+	return &runtimeapi.StartContainerResponse{}, nil
+}
+
+func (f *mutationRecorder) StopContainer(_ context.Context, req *runtimeapi.StopContainerRequest, _ ...grpc.CallOption) (*runtimeapi.StopContainerResponse, error) {
+	f.record("StopContainer " + req.GetContainerId())
+	return &runtimeapi.StopContainerResponse{}, nil
+}
+
+func (f *mutationRecorder) StopPodSandbox(_ context.Context, req *runtimeapi.StopPodSandboxRequest, _ ...grpc.CallOption) (*runtimeapi.StopPodSandboxResponse, error) {
+	f.record("StopPodSandbox " + req.GetPodSandboxId())
+	return &runtimeapi.StopPodSandboxResponse{}, nil
+}
+
+func (f *mutationRecorder) ImageStatus(context.Context, *runtimeapi.ImageStatusRequest, ...grpc.CallOption) (*runtimeapi.ImageStatusResponse, error) {
+	return &runtimeapi.ImageStatusResponse{Image: &runtimeapi.Image{Id: "sha256:busybox"}}, nil
+}
+
+// justExited is pod running but for foo2, which has just failed: the first
+// restart is allowed, a second one within the back-off is not.
+func justExited(pod *v1.Pod) *container.PodStatus {
+	ps := makeTestPodStatus(pod)
+	foo2 := exited("foo2", 1)
+	foo2.FinishedAt = time.Now()
+	setStatuses(ps, foo2)
+	return ps
+}
+
+func TestSyncPodWithResultSaysWhetherItActed(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		desc string
+		// status is the runtime's view; syncs is how many times SyncPod runs
+		// on it; the result of the last run is checked.
+		status        func(pod *v1.Pod) *container.PodStatus
+		syncs         int
+		wantActed     bool
+		wantWaiting   bool
+		wantMutations bool
+	}{
+		{
+			desc:   "a running pod: nothing to do",
+			status: makeTestPodStatus,
+			syncs:  1,
+		},
+		{
+			desc:          "no sandbox: created and containers started",
+			status:        func(pod *v1.Pod) *container.PodStatus { return &container.PodStatus{ID: pod.UID} },
+			syncs:         1,
+			wantActed:     true,
+			wantMutations: true,
+		},
+		{
+			desc: "an exited container is restarted",
+			status: func(pod *v1.Pod) *container.PodStatus {
+				ps := makeTestPodStatus(pod)
+				setStatuses(ps, exited("foo2", 1))
+				return ps
+			},
+			syncs:         1,
+			wantActed:     true,
+			wantMutations: true,
+		},
+		{
+			desc: "a restart refused by back-off only sets a waiting reason",
+			status: func(pod *v1.Pod) *container.PodStatus {
+				return justExited(pod)
+			},
+			syncs:       2,
+			wantWaiting: true,
+		},
+		{
+			desc: "the same back-off again changes nothing",
+			status: func(pod *v1.Pod) *container.PodStatus {
+				return justExited(pod)
+			},
+			syncs: 3,
+		},
+		{
+			desc: "a container with a changed spec is killed",
+			status: func(pod *v1.Pod) *container.PodStatus {
+				ps := makeTestPodStatus(pod)
+				ps.ContainerStatuses[0].Hash++
+				return ps
+			},
+			syncs:         1,
+			wantActed:     true,
+			wantMutations: true,
+		},
+		{
+			desc: "a done pod whose sandbox is stopped has nothing to kill",
+			status: func(pod *v1.Pod) *container.PodStatus {
+				pod.Spec.RestartPolicy = v1.RestartPolicyNever
+				ps := makeTestPodStatus(pod)
+				ps.SandboxStatuses = []*runtimeapi.PodSandboxStatus{notReadySandbox(testSandboxID, 0)}
+				exitAll(ps, 0)
+				return ps
+			},
+			syncs: 1,
+		},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			cri := &mutationRecorder{}
+			dir := t.TempDir()
+			m := NewManager(cri, cri, ManagerOptions{
+				Sandbox:   SandboxOptions{PodLogsRoot: dir},
+				Container: ContainerOptions{PodLogsRoot: dir},
+			})
+			pod := makeTestPod()
+			ps := tc.status(pod)
+			var res SyncResult
+			var mutationsBefore int
+			for i := range tc.syncs {
+				mutationsBefore = len(cri.calls())
+				var err error
+				res, err = m.SyncPodWithResult(ctx, pod, ps, &fakeProbes{})
+				if err != nil && i == tc.syncs-1 && tc.wantActed {
+					t.Fatalf("SyncPodWithResult: %v", err)
+				}
+			}
+			if res.Acted != tc.wantActed || res.WaitingChanged != tc.wantWaiting {
+				t.Errorf("result = %+v, want Acted %v WaitingChanged %v", res, tc.wantActed, tc.wantWaiting)
+			}
+			// Acted must be true exactly when the last sync changed the pod.
+			mutated := len(cri.calls()) > mutationsBefore
+			if mutated != tc.wantMutations {
+				t.Errorf("last sync made mutating calls: %v (%v), want %v", mutated, cri.calls()[mutationsBefore:], tc.wantMutations)
+			}
+		})
+	}
+}
+
+func TestGeneratePodStatusFromEvent(t *testing.T) {
+	ctx := context.Background()
+	m := NewManager(&mutationRecorder{}, &mutationRecorder{}, ManagerOptions{})
+	sb := readySandbox(testSandboxID, 0)
+	ev := &runtimeapi.ContainerEventResponse{
+		ContainerId:      "c2",
+		PodSandboxStatus: sb,
+		ContainersStatuses: []*runtimeapi.ContainerStatus{
+			{Id: "c1", Metadata: &runtimeapi.ContainerMetadata{Name: "foo1"}, State: runtimeapi.ContainerState_CONTAINER_EXITED, CreatedAt: 1, ExitCode: 3},
+			{Id: "c2", Metadata: &runtimeapi.ContainerMetadata{Name: "foo1"}, State: runtimeapi.ContainerState_CONTAINER_RUNNING, CreatedAt: 2},
+		},
+	}
+	ps, err := m.GeneratePodStatus(ctx, ev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ps.ID != "uid-1" || ps.Name != "web" || ps.Namespace != "default" {
+		t.Errorf("pod = %s %s/%s, want uid-1 default/web", ps.ID, ps.Namespace, ps.Name)
+	}
+	if len(ps.SandboxStatuses) != 1 || ps.SandboxStatuses[0] != sb {
+		t.Errorf("sandboxes = %v, want the event's", ps.SandboxStatuses)
+	}
+	if len(ps.IPs) != 1 || ps.IPs[0] != testPodIP {
+		t.Errorf("IPs = %v, want [%s]", ps.IPs, testPodIP)
+	}
+	// Newest first, mapped as GetPodStatus maps them.
+	if len(ps.ContainerStatuses) != 2 || ps.ContainerStatuses[0].ID.ID != "c2" || ps.ContainerStatuses[1].ExitCode != 3 ||
+		ps.ContainerStatuses[0].ID.Type != testRuntime || ps.ContainerStatuses[0].State != container.ContainerStateRunning {
+		t.Errorf("containers = %+v, want c2 running then c1 exited 3", ps.ContainerStatuses)
+	}
+	if _, err := m.GeneratePodStatus(ctx, &runtimeapi.ContainerEventResponse{ContainerId: "x"}); err == nil {
+		t.Error("an event without a sandbox built a status")
+	}
+}
