@@ -6,7 +6,9 @@
 package podmanager
 
 import (
-	"sort"
+	"cmp"
+	"slices"
+	"strings"
 	"sync"
 
 	v1 "k8s.io/api/core/v1"
@@ -137,9 +139,13 @@ func (m *Manager) GetPodsWithStatus() []*v1.Pod {
 	return pods
 }
 
+// sortPods orders pods by namespace, then name (as kubectl lists them),
+// comparing the fields in place: building namespace/name strings in the
+// comparison made sorting the admission's active set a tenth of sync's CPU
+// in a 1000-pod burst.
 func sortPods(pods []*v1.Pod) {
-	sort.Slice(pods, func(i, j int) bool {
-		return fullName(pods[i].Namespace, pods[i].Name) < fullName(pods[j].Namespace, pods[j].Name)
+	slices.SortFunc(pods, func(a, b *v1.Pod) int {
+		return cmp.Or(strings.Compare(a.Namespace, b.Namespace), strings.Compare(a.Name, b.Name))
 	})
 }
 
