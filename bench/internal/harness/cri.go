@@ -118,18 +118,29 @@ func (o *criObserver) handle(ev *runtimeapi.ContainerEventResponse, now time.Tim
 	}
 }
 
-// relist marks every running and exited container found now.
+// relist marks every running and exited container found now, and marks
+// stopped the pods seen started whose containers are gone: a stream the
+// gateway dropped (a subscriber that fell behind) missed their events.
 func (o *criObserver) relist(ctx context.Context) error {
 	resp, err := o.rt.ListContainers(ctx, &runtimeapi.ListContainersRequest{})
 	if err != nil {
 		return fmt.Errorf("relist: %w", err)
 	}
 	now := time.Now()
+	present := map[string]bool{}
+	defer func() {
+		for _, name := range o.started.names() {
+			if !present[name] {
+				o.stopped.mark(name, now)
+			}
+		}
+	}()
 	for _, c := range resp.GetContainers() {
 		name := o.podName(c.GetLabels()["io.kubernetes.pod.name"])
 		if name == "" {
 			continue
 		}
+		present[name] = true
 		switch c.GetState() {
 		case runtimeapi.ContainerState_CONTAINER_RUNNING:
 			o.started.mark(name, now)

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/grpc"
 	"google.golang.org/protobuf/types/known/structpb"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
@@ -206,5 +207,43 @@ func TestConfigValidate(t *testing.T) {
 				t.Errorf("validate = %v, wantErr %v", err, tc.wantErr)
 			}
 		})
+	}
+}
+
+// listOnly answers ListContainers with a fixed list; the embedded nil
+// interface panics on any other call.
+type listOnly struct {
+	runtimeapi.RuntimeServiceClient
+	containers []*runtimeapi.Container
+}
+
+func (l listOnly) ListContainers(context.Context, *runtimeapi.ListContainersRequest, ...grpc.CallOption) (*runtimeapi.ListContainersResponse, error) {
+	return &runtimeapi.ListContainersResponse{Containers: l.containers}, nil
+}
+
+func TestCRIObserverRelistMarksRemovedAsStopped(t *testing.T) {
+	ctr := func(pod string, state runtimeapi.ContainerState) *runtimeapi.Container {
+		return &runtimeapi.Container{State: state, Labels: map[string]string{"io.kubernetes.pod.name": pod}}
+	}
+	o := newCRIObserver(nil, samePodName)
+	o.started.mark("gone", time.Unix(1, 0))
+	o.started.mark("running", time.Unix(1, 0))
+	o.rt = listOnly{containers: []*runtimeapi.Container{
+		ctr("running", runtimeapi.ContainerState_CONTAINER_RUNNING),
+		ctr("exited", runtimeapi.ContainerState_CONTAINER_EXITED),
+		ctr("fresh", runtimeapi.ContainerState_CONTAINER_RUNNING),
+	}}
+	if err := o.relist(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string]bool{"gone": true, "exited": true, "running": false, "fresh": false} {
+		if _, got := o.stopped.get(name); got != want {
+			t.Errorf("%s stopped = %v, want %v", name, got, want)
+		}
+	}
+	for _, name := range []string{"running", "exited", "fresh"} {
+		if _, ok := o.started.get(name); !ok {
+			t.Errorf("%s not marked started", name)
+		}
 	}
 }

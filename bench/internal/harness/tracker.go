@@ -35,6 +35,17 @@ func (t *tracker) get(name string) (time.Time, bool) {
 	return at, ok
 }
 
+// names returns every marked name.
+func (t *tracker) names() []string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	out := make([]string, 0, len(t.at))
+	for name := range t.at {
+		out = append(out, name)
+	}
+	return out
+}
+
 // count returns how many of names are marked.
 func (t *tracker) count(names []string) int {
 	t.mu.Lock()
