@@ -86,8 +86,12 @@ type AdmitRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The pod to admit: core/v1 Pod, Kubernetes protobuf encoding.
 	Pod []byte `protobuf:"bytes,1,opt,name=pod,proto3" json:"pod,omitempty"`
-	// The pods already admitted and not terminated, same encoding.
-	ActivePods    [][]byte `protobuf:"bytes,2,rep,name=active_pods,json=activePods,proto3" json:"active_pods,omitempty"`
+	// The pods already admitted and not terminated, same encoding. Clients
+	// that keep the server's copies use active instead; both may be set, and
+	// the active pods are then the union.
+	ActivePods [][]byte `protobuf:"bytes,2,rep,name=active_pods,json=activePods,proto3" json:"active_pods,omitempty"`
+	// The pods already admitted and not terminated, by reference.
+	Active        []*ActivePod `protobuf:"bytes,3,rep,name=active,proto3" json:"active,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -136,6 +140,232 @@ func (x *AdmitRequest) GetActivePods() [][]byte {
 	return nil
 }
 
+func (x *AdmitRequest) GetActive() []*ActivePod {
+	if x != nil {
+		return x.Active
+	}
+	return nil
+}
+
+// ActivePod is an active pod by reference: its UID and the SHA-256 digest of
+// its encoding, plus the encoding itself the first time a client sends it
+// to a server. The server keeps the pods it was sent by (uid, digest); a
+// reference it does not hold (it restarted, or forgot a pod unused for a
+// while) fails the call with FAILED_PRECONDITION and an UnknownActivePods
+// detail naming the UIDs, which the client then sends in full.
+type ActivePod struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The pod's metadata.uid.
+	Uid string `protobuf:"bytes,1,opt,name=uid,proto3" json:"uid,omitempty"`
+	// SHA-256 of the pod's Kubernetes protobuf encoding, 32 bytes.
+	Digest []byte `protobuf:"bytes,2,opt,name=digest,proto3" json:"digest,omitempty"`
+	// The encoding (core/v1 Pod, Kubernetes protobuf), or empty to refer to
+	// the pod the server was sent before under this uid and digest.
+	Pod           []byte `protobuf:"bytes,3,opt,name=pod,proto3" json:"pod,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ActivePod) Reset() {
+	*x = ActivePod{}
+	mi := &file_splitlet_admission_v1_admission_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ActivePod) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ActivePod) ProtoMessage() {}
+
+func (x *ActivePod) ProtoReflect() protoreflect.Message {
+	mi := &file_splitlet_admission_v1_admission_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ActivePod.ProtoReflect.Descriptor instead.
+func (*ActivePod) Descriptor() ([]byte, []int) {
+	return file_splitlet_admission_v1_admission_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *ActivePod) GetUid() string {
+	if x != nil {
+		return x.Uid
+	}
+	return ""
+}
+
+func (x *ActivePod) GetDigest() []byte {
+	if x != nil {
+		return x.Digest
+	}
+	return nil
+}
+
+func (x *ActivePod) GetPod() []byte {
+	if x != nil {
+		return x.Pod
+	}
+	return nil
+}
+
+// UnknownActivePods is the detail of the FAILED_PRECONDITION error of an
+// Admit or AdmitPods call that referred to active pods the server does not
+// hold.
+type UnknownActivePods struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Uids          []string               `protobuf:"bytes,1,rep,name=uids,proto3" json:"uids,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UnknownActivePods) Reset() {
+	*x = UnknownActivePods{}
+	mi := &file_splitlet_admission_v1_admission_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UnknownActivePods) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UnknownActivePods) ProtoMessage() {}
+
+func (x *UnknownActivePods) ProtoReflect() protoreflect.Message {
+	mi := &file_splitlet_admission_v1_admission_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UnknownActivePods.ProtoReflect.Descriptor instead.
+func (*UnknownActivePods) Descriptor() ([]byte, []int) {
+	return file_splitlet_admission_v1_admission_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *UnknownActivePods) GetUids() []string {
+	if x != nil {
+		return x.Uids
+	}
+	return nil
+}
+
+type AdmitPodsRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The pods to admit, in the order to admit them; same encoding as
+	// AdmitRequest.pod. None of them may be among the active pods.
+	Pods [][]byte `protobuf:"bytes,1,rep,name=pods,proto3" json:"pods,omitempty"`
+	// The pods already admitted and not terminated, as AdmitRequest.active.
+	Active        []*ActivePod `protobuf:"bytes,2,rep,name=active,proto3" json:"active,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AdmitPodsRequest) Reset() {
+	*x = AdmitPodsRequest{}
+	mi := &file_splitlet_admission_v1_admission_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AdmitPodsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AdmitPodsRequest) ProtoMessage() {}
+
+func (x *AdmitPodsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_splitlet_admission_v1_admission_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AdmitPodsRequest.ProtoReflect.Descriptor instead.
+func (*AdmitPodsRequest) Descriptor() ([]byte, []int) {
+	return file_splitlet_admission_v1_admission_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *AdmitPodsRequest) GetPods() [][]byte {
+	if x != nil {
+		return x.Pods
+	}
+	return nil
+}
+
+func (x *AdmitPodsRequest) GetActive() []*ActivePod {
+	if x != nil {
+		return x.Active
+	}
+	return nil
+}
+
+type AdmitPodsResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// One answer per pod, in request order, up to and including the first
+	// answer that names victims (or every pod when none does). The pods
+	// after it were not judged.
+	Results       []*AdmitResponse `protobuf:"bytes,1,rep,name=results,proto3" json:"results,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AdmitPodsResponse) Reset() {
+	*x = AdmitPodsResponse{}
+	mi := &file_splitlet_admission_v1_admission_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AdmitPodsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AdmitPodsResponse) ProtoMessage() {}
+
+func (x *AdmitPodsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_splitlet_admission_v1_admission_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AdmitPodsResponse.ProtoReflect.Descriptor instead.
+func (*AdmitPodsResponse) Descriptor() ([]byte, []int) {
+	return file_splitlet_admission_v1_admission_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *AdmitPodsResponse) GetResults() []*AdmitResponse {
+	if x != nil {
+		return x.Results
+	}
+	return nil
+}
+
 type AdmitResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Admit bool                   `protobuf:"varint,1,opt,name=admit,proto3" json:"admit,omitempty"`
@@ -154,7 +384,7 @@ type AdmitResponse struct {
 
 func (x *AdmitResponse) Reset() {
 	*x = AdmitResponse{}
-	mi := &file_splitlet_admission_v1_admission_proto_msgTypes[2]
+	mi := &file_splitlet_admission_v1_admission_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -166,7 +396,7 @@ func (x *AdmitResponse) String() string {
 func (*AdmitResponse) ProtoMessage() {}
 
 func (x *AdmitResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_splitlet_admission_v1_admission_proto_msgTypes[2]
+	mi := &file_splitlet_admission_v1_admission_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -179,7 +409,7 @@ func (x *AdmitResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AdmitResponse.ProtoReflect.Descriptor instead.
 func (*AdmitResponse) Descriptor() ([]byte, []int) {
-	return file_splitlet_admission_v1_admission_proto_rawDescGZIP(), []int{2}
+	return file_splitlet_admission_v1_admission_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *AdmitResponse) GetAdmit() bool {
@@ -232,7 +462,7 @@ type WatchEvictionsRequest struct {
 
 func (x *WatchEvictionsRequest) Reset() {
 	*x = WatchEvictionsRequest{}
-	mi := &file_splitlet_admission_v1_admission_proto_msgTypes[3]
+	mi := &file_splitlet_admission_v1_admission_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -244,7 +474,7 @@ func (x *WatchEvictionsRequest) String() string {
 func (*WatchEvictionsRequest) ProtoMessage() {}
 
 func (x *WatchEvictionsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_splitlet_admission_v1_admission_proto_msgTypes[3]
+	mi := &file_splitlet_admission_v1_admission_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -257,7 +487,7 @@ func (x *WatchEvictionsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchEvictionsRequest.ProtoReflect.Descriptor instead.
 func (*WatchEvictionsRequest) Descriptor() ([]byte, []int) {
-	return file_splitlet_admission_v1_admission_proto_rawDescGZIP(), []int{3}
+	return file_splitlet_admission_v1_admission_proto_rawDescGZIP(), []int{7}
 }
 
 type WatchEvictionsResponse struct {
@@ -277,7 +507,7 @@ type WatchEvictionsResponse struct {
 
 func (x *WatchEvictionsResponse) Reset() {
 	*x = WatchEvictionsResponse{}
-	mi := &file_splitlet_admission_v1_admission_proto_msgTypes[4]
+	mi := &file_splitlet_admission_v1_admission_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -289,7 +519,7 @@ func (x *WatchEvictionsResponse) String() string {
 func (*WatchEvictionsResponse) ProtoMessage() {}
 
 func (x *WatchEvictionsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_splitlet_admission_v1_admission_proto_msgTypes[4]
+	mi := &file_splitlet_admission_v1_admission_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -302,7 +532,7 @@ func (x *WatchEvictionsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchEvictionsResponse.ProtoReflect.Descriptor instead.
 func (*WatchEvictionsResponse) Descriptor() ([]byte, []int) {
-	return file_splitlet_admission_v1_admission_proto_rawDescGZIP(), []int{4}
+	return file_splitlet_admission_v1_admission_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *WatchEvictionsResponse) GetPod() *PodRef {
@@ -348,7 +578,7 @@ type GetNodeRequest struct {
 
 func (x *GetNodeRequest) Reset() {
 	*x = GetNodeRequest{}
-	mi := &file_splitlet_admission_v1_admission_proto_msgTypes[5]
+	mi := &file_splitlet_admission_v1_admission_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -360,7 +590,7 @@ func (x *GetNodeRequest) String() string {
 func (*GetNodeRequest) ProtoMessage() {}
 
 func (x *GetNodeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_splitlet_admission_v1_admission_proto_msgTypes[5]
+	mi := &file_splitlet_admission_v1_admission_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -373,7 +603,7 @@ func (x *GetNodeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetNodeRequest.ProtoReflect.Descriptor instead.
 func (*GetNodeRequest) Descriptor() ([]byte, []int) {
-	return file_splitlet_admission_v1_admission_proto_rawDescGZIP(), []int{5}
+	return file_splitlet_admission_v1_admission_proto_rawDescGZIP(), []int{9}
 }
 
 type GetNodeResponse struct {
@@ -386,7 +616,7 @@ type GetNodeResponse struct {
 
 func (x *GetNodeResponse) Reset() {
 	*x = GetNodeResponse{}
-	mi := &file_splitlet_admission_v1_admission_proto_msgTypes[6]
+	mi := &file_splitlet_admission_v1_admission_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -398,7 +628,7 @@ func (x *GetNodeResponse) String() string {
 func (*GetNodeResponse) ProtoMessage() {}
 
 func (x *GetNodeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_splitlet_admission_v1_admission_proto_msgTypes[6]
+	mi := &file_splitlet_admission_v1_admission_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -411,7 +641,7 @@ func (x *GetNodeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetNodeResponse.ProtoReflect.Descriptor instead.
 func (*GetNodeResponse) Descriptor() ([]byte, []int) {
-	return file_splitlet_admission_v1_admission_proto_rawDescGZIP(), []int{6}
+	return file_splitlet_admission_v1_admission_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *GetNodeResponse) GetNode() []byte {
@@ -429,11 +659,23 @@ const file_splitlet_admission_v1_admission_proto_rawDesc = "" +
 	"\x06PodRef\x12\x1c\n" +
 	"\tnamespace\x18\x01 \x01(\tR\tnamespace\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x10\n" +
-	"\x03uid\x18\x03 \x01(\tR\x03uid\"A\n" +
+	"\x03uid\x18\x03 \x01(\tR\x03uid\"{\n" +
 	"\fAdmitRequest\x12\x10\n" +
 	"\x03pod\x18\x01 \x01(\fR\x03pod\x12\x1f\n" +
 	"\vactive_pods\x18\x02 \x03(\fR\n" +
-	"activePods\"\xdc\x01\n" +
+	"activePods\x128\n" +
+	"\x06active\x18\x03 \x03(\v2 .splitlet.admission.v1.ActivePodR\x06active\"G\n" +
+	"\tActivePod\x12\x10\n" +
+	"\x03uid\x18\x01 \x01(\tR\x03uid\x12\x16\n" +
+	"\x06digest\x18\x02 \x01(\fR\x06digest\x12\x10\n" +
+	"\x03pod\x18\x03 \x01(\fR\x03pod\"'\n" +
+	"\x11UnknownActivePods\x12\x12\n" +
+	"\x04uids\x18\x01 \x03(\tR\x04uids\"`\n" +
+	"\x10AdmitPodsRequest\x12\x12\n" +
+	"\x04pods\x18\x01 \x03(\fR\x04pods\x128\n" +
+	"\x06active\x18\x02 \x03(\v2 .splitlet.admission.v1.ActivePodR\x06active\"S\n" +
+	"\x11AdmitPodsResponse\x12>\n" +
+	"\aresults\x18\x01 \x03(\v2$.splitlet.admission.v1.AdmitResponseR\aresults\"\xdc\x01\n" +
 	"\rAdmitResponse\x12\x14\n" +
 	"\x05admit\x18\x01 \x01(\bR\x05admit\x12\x16\n" +
 	"\x06reason\x18\x02 \x01(\tR\x06reason\x12\x18\n" +
@@ -451,9 +693,10 @@ const file_splitlet_admission_v1_admission_proto_rawDesc = "" +
 	"\x15_grace_period_seconds\"\x10\n" +
 	"\x0eGetNodeRequest\"%\n" +
 	"\x0fGetNodeResponse\x12\x12\n" +
-	"\x04node\x18\x01 \x01(\fR\x04node2\xb1\x02\n" +
+	"\x04node\x18\x01 \x01(\fR\x04node2\x91\x03\n" +
 	"\x10AdmissionService\x12R\n" +
-	"\x05Admit\x12#.splitlet.admission.v1.AdmitRequest\x1a$.splitlet.admission.v1.AdmitResponse\x12o\n" +
+	"\x05Admit\x12#.splitlet.admission.v1.AdmitRequest\x1a$.splitlet.admission.v1.AdmitResponse\x12^\n" +
+	"\tAdmitPods\x12'.splitlet.admission.v1.AdmitPodsRequest\x1a(.splitlet.admission.v1.AdmitPodsResponse\x12o\n" +
 	"\x0eWatchEvictions\x12,.splitlet.admission.v1.WatchEvictionsRequest\x1a-.splitlet.admission.v1.WatchEvictionsResponse0\x01\x12X\n" +
 	"\aGetNode\x12%.splitlet.admission.v1.GetNodeRequest\x1a&.splitlet.admission.v1.GetNodeResponseB\xe7\x01\n" +
 	"\x19com.splitlet.admission.v1B\x0eAdmissionProtoP\x01ZDgithub.com/splitlet/splitlet/proto/splitlet/admission/v1;admissionv1\xa2\x02\x03SAX\xaa\x02\x15Splitlet.Admission.V1\xca\x02\x15Splitlet\\Admission\\V1\xe2\x02!Splitlet\\Admission\\V1\\GPBMetadata\xea\x02\x17Splitlet::Admission::V1b\x06proto3"
@@ -470,30 +713,39 @@ func file_splitlet_admission_v1_admission_proto_rawDescGZIP() []byte {
 	return file_splitlet_admission_v1_admission_proto_rawDescData
 }
 
-var file_splitlet_admission_v1_admission_proto_msgTypes = make([]protoimpl.MessageInfo, 7)
+var file_splitlet_admission_v1_admission_proto_msgTypes = make([]protoimpl.MessageInfo, 11)
 var file_splitlet_admission_v1_admission_proto_goTypes = []any{
 	(*PodRef)(nil),                 // 0: splitlet.admission.v1.PodRef
 	(*AdmitRequest)(nil),           // 1: splitlet.admission.v1.AdmitRequest
-	(*AdmitResponse)(nil),          // 2: splitlet.admission.v1.AdmitResponse
-	(*WatchEvictionsRequest)(nil),  // 3: splitlet.admission.v1.WatchEvictionsRequest
-	(*WatchEvictionsResponse)(nil), // 4: splitlet.admission.v1.WatchEvictionsResponse
-	(*GetNodeRequest)(nil),         // 5: splitlet.admission.v1.GetNodeRequest
-	(*GetNodeResponse)(nil),        // 6: splitlet.admission.v1.GetNodeResponse
+	(*ActivePod)(nil),              // 2: splitlet.admission.v1.ActivePod
+	(*UnknownActivePods)(nil),      // 3: splitlet.admission.v1.UnknownActivePods
+	(*AdmitPodsRequest)(nil),       // 4: splitlet.admission.v1.AdmitPodsRequest
+	(*AdmitPodsResponse)(nil),      // 5: splitlet.admission.v1.AdmitPodsResponse
+	(*AdmitResponse)(nil),          // 6: splitlet.admission.v1.AdmitResponse
+	(*WatchEvictionsRequest)(nil),  // 7: splitlet.admission.v1.WatchEvictionsRequest
+	(*WatchEvictionsResponse)(nil), // 8: splitlet.admission.v1.WatchEvictionsResponse
+	(*GetNodeRequest)(nil),         // 9: splitlet.admission.v1.GetNodeRequest
+	(*GetNodeResponse)(nil),        // 10: splitlet.admission.v1.GetNodeResponse
 }
 var file_splitlet_admission_v1_admission_proto_depIdxs = []int32{
-	0, // 0: splitlet.admission.v1.AdmitResponse.victims:type_name -> splitlet.admission.v1.PodRef
-	0, // 1: splitlet.admission.v1.WatchEvictionsResponse.pod:type_name -> splitlet.admission.v1.PodRef
-	1, // 2: splitlet.admission.v1.AdmissionService.Admit:input_type -> splitlet.admission.v1.AdmitRequest
-	3, // 3: splitlet.admission.v1.AdmissionService.WatchEvictions:input_type -> splitlet.admission.v1.WatchEvictionsRequest
-	5, // 4: splitlet.admission.v1.AdmissionService.GetNode:input_type -> splitlet.admission.v1.GetNodeRequest
-	2, // 5: splitlet.admission.v1.AdmissionService.Admit:output_type -> splitlet.admission.v1.AdmitResponse
-	4, // 6: splitlet.admission.v1.AdmissionService.WatchEvictions:output_type -> splitlet.admission.v1.WatchEvictionsResponse
-	6, // 7: splitlet.admission.v1.AdmissionService.GetNode:output_type -> splitlet.admission.v1.GetNodeResponse
-	5, // [5:8] is the sub-list for method output_type
-	2, // [2:5] is the sub-list for method input_type
-	2, // [2:2] is the sub-list for extension type_name
-	2, // [2:2] is the sub-list for extension extendee
-	0, // [0:2] is the sub-list for field type_name
+	2,  // 0: splitlet.admission.v1.AdmitRequest.active:type_name -> splitlet.admission.v1.ActivePod
+	2,  // 1: splitlet.admission.v1.AdmitPodsRequest.active:type_name -> splitlet.admission.v1.ActivePod
+	6,  // 2: splitlet.admission.v1.AdmitPodsResponse.results:type_name -> splitlet.admission.v1.AdmitResponse
+	0,  // 3: splitlet.admission.v1.AdmitResponse.victims:type_name -> splitlet.admission.v1.PodRef
+	0,  // 4: splitlet.admission.v1.WatchEvictionsResponse.pod:type_name -> splitlet.admission.v1.PodRef
+	1,  // 5: splitlet.admission.v1.AdmissionService.Admit:input_type -> splitlet.admission.v1.AdmitRequest
+	4,  // 6: splitlet.admission.v1.AdmissionService.AdmitPods:input_type -> splitlet.admission.v1.AdmitPodsRequest
+	7,  // 7: splitlet.admission.v1.AdmissionService.WatchEvictions:input_type -> splitlet.admission.v1.WatchEvictionsRequest
+	9,  // 8: splitlet.admission.v1.AdmissionService.GetNode:input_type -> splitlet.admission.v1.GetNodeRequest
+	6,  // 9: splitlet.admission.v1.AdmissionService.Admit:output_type -> splitlet.admission.v1.AdmitResponse
+	5,  // 10: splitlet.admission.v1.AdmissionService.AdmitPods:output_type -> splitlet.admission.v1.AdmitPodsResponse
+	8,  // 11: splitlet.admission.v1.AdmissionService.WatchEvictions:output_type -> splitlet.admission.v1.WatchEvictionsResponse
+	10, // 12: splitlet.admission.v1.AdmissionService.GetNode:output_type -> splitlet.admission.v1.GetNodeResponse
+	9,  // [9:13] is the sub-list for method output_type
+	5,  // [5:9] is the sub-list for method input_type
+	5,  // [5:5] is the sub-list for extension type_name
+	5,  // [5:5] is the sub-list for extension extendee
+	0,  // [0:5] is the sub-list for field type_name
 }
 
 func init() { file_splitlet_admission_v1_admission_proto_init() }
@@ -501,14 +753,14 @@ func file_splitlet_admission_v1_admission_proto_init() {
 	if File_splitlet_admission_v1_admission_proto != nil {
 		return
 	}
-	file_splitlet_admission_v1_admission_proto_msgTypes[4].OneofWrappers = []any{}
+	file_splitlet_admission_v1_admission_proto_msgTypes[8].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_splitlet_admission_v1_admission_proto_rawDesc), len(file_splitlet_admission_v1_admission_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   7,
+			NumMessages:   11,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -20,6 +20,7 @@ const _ = grpc.SupportPackageIsVersion9
 
 const (
 	AdmissionService_Admit_FullMethodName          = "/splitlet.admission.v1.AdmissionService/Admit"
+	AdmissionService_AdmitPods_FullMethodName      = "/splitlet.admission.v1.AdmissionService/AdmitPods"
 	AdmissionService_WatchEvictions_FullMethodName = "/splitlet.admission.v1.AdmissionService/WatchEvictions"
 	AdmissionService_GetNode_FullMethodName        = "/splitlet.admission.v1.AdmissionService/GetNode"
 )
@@ -40,6 +41,13 @@ type AdmissionServiceClient interface {
 	// Admit runs the handler chain (eviction admission, predicate admission with
 	// critical-pod preemption, then the configured plugins) for one pod.
 	Admit(ctx context.Context, in *AdmitRequest, opts ...grpc.CallOption) (*AdmitResponse, error)
+	// AdmitPods admits several new pods in order in one call, each against the
+	// active pods plus the pods this call admitted before it, exactly as Admit
+	// called once per pod in that order would (the kubelet's
+	// HandlePodAdditions admits sequentially, each admitted pod joining the
+	// active pods). It stops at the first answer naming victims: the caller
+	// stops them and asks again for the rest.
+	AdmitPods(ctx context.Context, in *AdmitPodsRequest, opts ...grpc.CallOption) (*AdmitPodsResponse, error)
 	// WatchEvictions streams evictions decided by the eviction manager from now on.
 	WatchEvictions(ctx context.Context, in *WatchEvictionsRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[WatchEvictionsResponse], error)
 	// GetNode returns the node as admission sees it: capacity, allocatable,
@@ -59,6 +67,16 @@ func (c *admissionServiceClient) Admit(ctx context.Context, in *AdmitRequest, op
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(AdmitResponse)
 	err := c.cc.Invoke(ctx, AdmissionService_Admit_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *admissionServiceClient) AdmitPods(ctx context.Context, in *AdmitPodsRequest, opts ...grpc.CallOption) (*AdmitPodsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(AdmitPodsResponse)
+	err := c.cc.Invoke(ctx, AdmissionService_AdmitPods_FullMethodName, in, out, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -110,6 +128,13 @@ type AdmissionServiceServer interface {
 	// Admit runs the handler chain (eviction admission, predicate admission with
 	// critical-pod preemption, then the configured plugins) for one pod.
 	Admit(context.Context, *AdmitRequest) (*AdmitResponse, error)
+	// AdmitPods admits several new pods in order in one call, each against the
+	// active pods plus the pods this call admitted before it, exactly as Admit
+	// called once per pod in that order would (the kubelet's
+	// HandlePodAdditions admits sequentially, each admitted pod joining the
+	// active pods). It stops at the first answer naming victims: the caller
+	// stops them and asks again for the rest.
+	AdmitPods(context.Context, *AdmitPodsRequest) (*AdmitPodsResponse, error)
 	// WatchEvictions streams evictions decided by the eviction manager from now on.
 	WatchEvictions(*WatchEvictionsRequest, grpc.ServerStreamingServer[WatchEvictionsResponse]) error
 	// GetNode returns the node as admission sees it: capacity, allocatable,
@@ -127,6 +152,9 @@ type UnimplementedAdmissionServiceServer struct{}
 
 func (UnimplementedAdmissionServiceServer) Admit(context.Context, *AdmitRequest) (*AdmitResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Admit not implemented")
+}
+func (UnimplementedAdmissionServiceServer) AdmitPods(context.Context, *AdmitPodsRequest) (*AdmitPodsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method AdmitPods not implemented")
 }
 func (UnimplementedAdmissionServiceServer) WatchEvictions(*WatchEvictionsRequest, grpc.ServerStreamingServer[WatchEvictionsResponse]) error {
 	return status.Error(codes.Unimplemented, "method WatchEvictions not implemented")
@@ -173,6 +201,24 @@ func _AdmissionService_Admit_Handler(srv interface{}, ctx context.Context, dec f
 	return interceptor(ctx, in, info, handler)
 }
 
+func _AdmissionService_AdmitPods_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(AdmitPodsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdmissionServiceServer).AdmitPods(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AdmissionService_AdmitPods_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdmissionServiceServer).AdmitPods(ctx, req.(*AdmitPodsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 func _AdmissionService_WatchEvictions_Handler(srv interface{}, stream grpc.ServerStream) error {
 	m := new(WatchEvictionsRequest)
 	if err := stream.RecvMsg(m); err != nil {
@@ -212,6 +258,10 @@ var AdmissionService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Admit",
 			Handler:    _AdmissionService_Admit_Handler,
+		},
+		{
+			MethodName: "AdmitPods",
+			Handler:    _AdmissionService_AdmitPods_Handler,
 		},
 		{
 			MethodName: "GetNode",

@@ -24,6 +24,8 @@ type Cache[K comparable, V any] struct {
 	Limit int
 
 	cur, prev map[K]V
+	// gen counts the generations started.
+	gen uint64
 }
 
 // Get returns the value for k. A hit in the previous generation moves the
@@ -49,14 +51,40 @@ func (c *Cache[K, V]) Put(k K, v V) {
 	}
 	if c.cur == nil || len(c.cur) >= limit {
 		c.prev, c.cur = c.cur, make(map[K]V, len(c.cur))
+		c.gen++
 	}
 	c.cur[k] = v
 }
+
+// Generation numbers the current generation: a key put while it is
+// unchanged is in the current generation, which lets a caller skip
+// touching it again (and hashing a long key for nothing).
+func (c *Cache[K, V]) Generation() uint64 { return c.gen }
 
 // Len is the number of entries held, over both generations (an entry
 // promoted from the previous generation may count twice until it rotates
 // out).
 func (c *Cache[K, V]) Len() int { return len(c.cur) + len(c.prev) }
+
+// Peek returns the value for k without promoting it, so a caller can look
+// up a whole request's keys before any Put of its own starts a generation
+// and drops keys it has yet to look up.
+func (c *Cache[K, V]) Peek(k K) (V, bool) {
+	if v, ok := c.cur[k]; ok {
+		return v, true
+	}
+	v, ok := c.prev[k]
+	return v, ok
+}
+
+// Touch keeps v for k in the current generation: a no-op when k is there
+// already, a Put otherwise (a key only in the previous generation is
+// promoted, and a key forgotten meanwhile is stored again).
+func (c *Cache[K, V]) Touch(k K, v V) {
+	if _, ok := c.cur[k]; !ok {
+		c.Put(k, v)
+	}
+}
 
 // Contains reports whether k is held, without promoting it.
 func (c *Cache[K, V]) Contains(k K) bool {

@@ -10,6 +10,8 @@ func TestCache(t *testing.T) {
 		desc     string
 		puts     []string // keys put in order, each with value len(key)
 		gets     []string // keys read after the puts, in order
+		peeks    []string // keys peeked after the puts, in order
+		touches  []string // keys touched (value len(key)) after the gets
 		putAfter []string // keys put after the gets
 		held     []string
 		gone     []string
@@ -39,6 +41,22 @@ func TestCache(t *testing.T) {
 			held:     []string{"a", "d", "e"},
 			gone:     []string{"b"},
 		},
+		{
+			desc:     "a peek does not promote",
+			puts:     []string{"a", "b", "c"},
+			peeks:    []string{"a"},
+			putAfter: []string{"d", "e"},
+			held:     []string{"c", "d", "e"},
+			gone:     []string{"a", "b"},
+		},
+		{
+			desc:     "a touch promotes, and stores a forgotten key again",
+			puts:     []string{"a", "b", "c", "d", "e"},
+			touches:  []string{"c", "a"},
+			putAfter: []string{"f"},
+			held:     []string{"a", "c", "f"},
+			gone:     []string{"b", "d"},
+		},
 	} {
 		t.Run(tc.desc, func(t *testing.T) {
 			c := Cache[string, int]{Limit: 2}
@@ -49,6 +67,14 @@ func TestCache(t *testing.T) {
 				if v, ok := c.Get(k); !ok || v != len(k) {
 					t.Fatalf("Get(%q) = %d, %v; want %d, true", k, v, ok, len(k))
 				}
+			}
+			for _, k := range tc.peeks {
+				if v, ok := c.Peek(k); !ok || v != len(k) {
+					t.Fatalf("Peek(%q) = %d, %v; want %d, true", k, v, ok, len(k))
+				}
+			}
+			for _, k := range tc.touches {
+				c.Touch(k, len(k))
 			}
 			for _, k := range tc.putAfter {
 				c.Put(k, len(k))

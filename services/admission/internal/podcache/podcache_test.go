@@ -3,6 +3,7 @@ package podcache
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"fmt"
 	"testing"
 
@@ -215,5 +216,91 @@ func TestConcurrentDecode(t *testing.T) {
 		if err := <-errs; err != nil {
 			t.Error(err)
 		}
+	}
+}
+
+func TestResolve(t *testing.T) {
+	var c Cache
+	a, b := testfixture.Pod("a", "100m", "128Mi"), testfixture.Pod("b", "100m", "128Mi")
+	pa, refA, err := c.DecodeRef(marshal(t, a))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if refA.UID != "uid-a" || refA.Digest != sha256.Sum256(marshal(t, a)) {
+		t.Fatalf("ref %+v, want uid-a and the SHA-256 of the bytes", refA)
+	}
+	refB := Ref{UID: "uid-b", Digest: sha256.Sum256(marshal(t, b))}
+	changedA := Ref{UID: "uid-a", Digest: sha256.Sum256(marshal(t, testfixture.Pod("a", "200m", "128Mi")))}
+	for _, tc := range []struct {
+		desc        string
+		refs        []Ref
+		wantPods    []*v1.Pod
+		wantMissing []int
+	}{
+		{desc: "held", refs: []Ref{refA}, wantPods: []*v1.Pod{pa}},
+		{desc: "never sent", refs: []Ref{refA, refB}, wantMissing: []int{1}},
+		{desc: "the same uid with other bytes", refs: []Ref{changedA, refA}, wantMissing: []int{0}},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			pods, missing := c.Resolve(tc.refs)
+			if fmt.Sprint(missing) != fmt.Sprint(tc.wantMissing) {
+				t.Fatalf("missing %v, want %v", missing, tc.wantMissing)
+			}
+			if len(pods) != len(tc.wantPods) {
+				t.Fatalf("%d pods, want %d", len(pods), len(tc.wantPods))
+			}
+			for i := range pods {
+				if pods[i] != tc.wantPods[i] {
+					t.Errorf("pod %d is not the object decoded before", i)
+				}
+			}
+		})
+	}
+}
+
+// TestReserveKeepsLargeRequests: a node's worth of pods far above one
+// default generation, decoded in one request and then named by reference
+// in the next, is held whole once Reserve sized the cache for it; without
+// Reserve the generations forget the first pods.
+func TestReserveKeepsLargeRequests(t *testing.T) {
+	n := 3 * gencache.DefaultLimit
+	var raws [][]byte
+	var refs []Ref
+	for i := range n {
+		b := marshal(t, testfixture.Pod(fmt.Sprintf("p%d", i), "", ""))
+		raws = append(raws, b)
+		refs = append(refs, Ref{UID: fmt.Sprintf("uid-p%d", i), Digest: sha256.Sum256(b)})
+	}
+	for _, tc := range []struct {
+		desc        string
+		reserve     bool
+		wantMissing bool
+	}{
+		{desc: "reserved", reserve: true},
+		{desc: "not reserved", wantMissing: true},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			var c Cache
+			for round := range 3 {
+				if tc.reserve {
+					c.Reserve(n)
+				}
+				if round == 0 {
+					for _, b := range raws {
+						if _, err := c.Decode(b); err != nil {
+							t.Fatal(err)
+						}
+					}
+					continue
+				}
+				_, missing := c.Resolve(refs)
+				if (len(missing) > 0) != tc.wantMissing {
+					t.Fatalf("round %d: %d of %d refs missing, want missing %v", round, len(missing), n, tc.wantMissing)
+				}
+				if len(missing) > 0 {
+					return
+				}
+			}
+		})
 	}
 }

@@ -13,13 +13,16 @@ import (
 
 	admissionv1 "github.com/splitlet/splitlet/proto/splitlet/admission/v1"
 	"github.com/splitlet/splitlet/services/admission/internal/logctx"
+	"github.com/splitlet/splitlet/services/admission/lifecycle"
 	"github.com/splitlet/splitlet/services/admission/preemption"
 )
 
 // Admit implements AdmissionServiceHandler: decode the pod and the active
-// pods, run the admitter, encode its decision. Undecodable input is
-// InvalidArgument naming the field (`pod`, `active_pods[3]`); a rejection is
-// a normal response, never an error.
+// pods (sent in full or by reference), run the admitter, encode its
+// decision. Undecodable input is InvalidArgument naming the field (`pod`,
+// `active_pods[3]`, `active[2].digest`); active pods referred to but not
+// held here are FailedPrecondition with an UnknownActivePods detail; a
+// rejection is a normal response, never an error.
 func (s *Service) Admit(ctx context.Context, req *connect.Request[admissionv1.AdmitRequest]) (*connect.Response[admissionv1.AdmitResponse], error) {
 	start := time.Now()
 	pod, active, err := s.decodeAdmitRequest(req.Msg)
@@ -27,6 +30,14 @@ func (s *Service) Admit(ctx context.Context, req *connect.Request[admissionv1.Ad
 		s.metrics.observeAdmit(resultInvalid, "", time.Since(start))
 		return nil, toConnectError(err)
 	}
+	out, _ := s.decide(ctx, pod, active, start)
+	return connect.NewResponse(out), nil
+}
+
+// decide admits pod beside active and encodes the decision, recording it
+// in the metrics (with the time since start) and the debug log; it
+// returns the lifecycle result too.
+func (s *Service) decide(ctx context.Context, pod *v1.Pod, active []*v1.Pod, start time.Time) (*admissionv1.AdmitResponse, lifecycle.PodAdmitResult) {
 	log := s.log.With(zap.String("pod", pod.Namespace+"/"+pod.Name), zap.String("podUID", string(pod.UID)))
 	ctx = logctx.With(ctx, log)
 
@@ -47,19 +58,20 @@ func (s *Service) Admit(ctx context.Context, req *connect.Request[admissionv1.Ad
 	s.metrics.observeAdmit(result, res.Reason, time.Since(start))
 	log.Debug("admission decided", zap.String("result", result), zap.String("reason", res.Reason),
 		zap.String("message", res.Message), zap.Int("victims", len(res.Victims)), zap.Int("activePods", len(active)))
-	return connect.NewResponse(out), nil
+	return out, res
 }
 
 func (s *Service) decodeAdmitRequest(msg *admissionv1.AdmitRequest) (*v1.Pod, []*v1.Pod, error) {
+	s.pods.Reserve(1 + len(msg.GetActivePods()) + len(msg.GetActive()))
+	// The active set first: references resolve before the new pod's
+	// decoding can push anything out of the store.
+	active, err := s.decodeActive(msg.GetActivePods(), msg.GetActive(), "active")
+	if err != nil {
+		return nil, nil, err
+	}
 	pod, err := s.decodePod(msg.GetPod())
 	if err != nil {
 		return nil, nil, podError("pod", err)
-	}
-	active := make([]*v1.Pod, len(msg.GetActivePods()))
-	for i, b := range msg.GetActivePods() {
-		if active[i], err = s.decodePod(b); err != nil {
-			return nil, nil, podError(fmt.Sprintf("active_pods[%d]", i), err)
-		}
 	}
 	return pod, active, nil
 }
@@ -68,20 +80,13 @@ func (s *Service) decodeAdmitRequest(msg *admissionv1.AdmitRequest) (*v1.Pod, []
 // which no handler can say anything useful about.
 var errEmptyPod = errors.New("empty")
 
-// decodePod reads a core/v1 Pod in the Kubernetes protobuf encoding,
-// through the service's PodDecoder when it has one.
+// decodePod reads a core/v1 Pod in the Kubernetes protobuf encoding
+// through the service's PodStore, which keeps it for later references.
 func (s *Service) decodePod(b []byte) (*v1.Pod, error) {
 	if len(b) == 0 {
 		return nil, errEmptyPod
 	}
-	if s.pods != nil {
-		return s.pods.Decode(b)
-	}
-	pod := &v1.Pod{}
-	if err := pod.Unmarshal(b); err != nil {
-		return nil, err
-	}
-	return pod, nil
+	return s.pods.Decode(b)
 }
 
 // podError names the field that did not decode; the field name is built

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"crypto/sha256"
 	"fmt"
 	"slices"
 	"testing"
@@ -66,4 +67,155 @@ func BenchmarkAdmit110(b *testing.B) {
 	q := func(f float64) float64 { return float64(durations[int(f*float64(len(durations)-1))].Microseconds()) }
 	b.ReportMetric(q(0.5), "p50-µs")
 	b.ReportMetric(q(0.99), "p99-µs")
+}
+
+// benchActive is the active set of BenchmarkAdmit1000: n typical pods,
+// encoded, with the references a client keeping copies sends.
+func benchActive(b *testing.B, n int) ([][]byte, []*admissionv1.ActivePod) {
+	b.Helper()
+	var raws [][]byte
+	var refs []*admissionv1.ActivePod
+	for i := range n {
+		raw, err := testfixture.TypicalPod(fmt.Sprintf("active-%d", i)).Marshal()
+		if err != nil {
+			b.Fatal(err)
+		}
+		d := sha256.Sum256(raw)
+		raws = append(raws, raw)
+		refs = append(refs, &admissionv1.ActivePod{Uid: fmt.Sprintf("uid-web-active-%d", i), Digest: d[:]})
+	}
+	return raws, refs
+}
+
+// BenchmarkAdmit1000 measures the cost per admitted pod beside 1000 active
+// pods (a burst's end state), over gRPC on loopback, client and server in
+// this process, without plugins, wired as Run wires it:
+//
+//   - sequential-full: one Admit per pod with every active pod encoded and
+//     sent in full, as sync did before active pods went by reference (the
+//     client encodes them all again for every call);
+//   - sequential-refs: one Admit per pod, active pods by reference;
+//   - batch32-refs: AdmitPods with 32 new pods per call, active pods by
+//     reference.
+//
+// Every new pod is a fresh typical pod (built and encoded in the loop in
+// all three), so the server decodes each once. ns/op and cpu-µs/op are
+// per pod; p50/p99 are per call.
+func BenchmarkAdmit1000(b *testing.B) {
+	const nActive, batch = 1000, 32
+	node := testfixture.Node()
+	node.Status.Allocatable[v1.ResourcePods] = resource.MustParse("5000")
+	node.Status.Allocatable[v1.ResourceCPU] = resource.MustParse("1000")
+	node.Status.Allocatable[v1.ResourceMemory] = resource.MustParse("4Ti")
+	activeRaw, activeRefs := benchActive(b, nActive)
+	activePods := make([]*v1.Pod, nActive)
+	for i := range activePods {
+		activePods[i] = testfixture.TypicalPod(fmt.Sprintf("active-%d", i))
+	}
+	ctx := context.Background()
+
+	setup := func(b *testing.B) admissionv1connect.AdmissionServiceClient {
+		a, err := newAdmission(ctx, node, nil, nil, zap.NewNop())
+		if err != nil {
+			b.Fatal(err)
+		}
+		httpClient, url := startServer(b, a.svc)
+		client := admissionv1connect.NewAdmissionServiceClient(httpClient, url, connect.WithGRPC())
+		// The server is sent every active pod in full once, as a
+		// client's first call does.
+		full := make([]*admissionv1.ActivePod, nActive)
+		for i, r := range activeRefs {
+			full[i] = &admissionv1.ActivePod{Uid: r.Uid, Digest: r.Digest, Pod: activeRaw[i]}
+		}
+		if _, err := client.Admit(ctx, connect.NewRequest(&admissionv1.AdmitRequest{Pod: newPodBytes(b, -1), Active: full})); err != nil {
+			b.Fatal(err)
+		}
+		return client
+	}
+	report := func(b *testing.B, cpu time.Duration, pods int, durations []time.Duration) {
+		b.ReportMetric(float64((processCPU()-cpu).Microseconds())/float64(pods), "cpu-µs/op")
+		slices.Sort(durations)
+		q := func(f float64) float64 { return float64(durations[int(f*float64(len(durations)-1))].Microseconds()) }
+		b.ReportMetric(q(0.5), "p50-µs/call")
+		b.ReportMetric(q(0.99), "p99-µs/call")
+	}
+
+	b.Run("sequential-full", func(b *testing.B) {
+		client := setup(b)
+		var durations []time.Duration
+		b.ReportAllocs()
+		cpu := processCPU()
+		i := 0
+		for b.Loop() {
+			start := time.Now()
+			// The old client: every active pod encoded for every call.
+			req := &admissionv1.AdmitRequest{Pod: newPodBytes(b, i), ActivePods: make([][]byte, 0, nActive)}
+			for _, p := range activePods {
+				raw, err := p.Marshal()
+				if err != nil {
+					b.Fatal(err)
+				}
+				req.ActivePods = append(req.ActivePods, raw)
+			}
+			resp, err := client.Admit(ctx, connect.NewRequest(req))
+			durations = append(durations, time.Since(start))
+			if err != nil || !resp.Msg.Admit {
+				b.Fatalf("Admit: %v %v", resp, err)
+			}
+			i++
+		}
+		report(b, cpu, i, durations)
+	})
+
+	b.Run("sequential-refs", func(b *testing.B) {
+		client := setup(b)
+		var durations []time.Duration
+		b.ReportAllocs()
+		cpu := processCPU()
+		i := 0
+		for b.Loop() {
+			start := time.Now()
+			resp, err := client.Admit(ctx, connect.NewRequest(&admissionv1.AdmitRequest{Pod: newPodBytes(b, i), Active: activeRefs}))
+			durations = append(durations, time.Since(start))
+			if err != nil || !resp.Msg.Admit {
+				b.Fatalf("Admit: %v %v", resp, err)
+			}
+			i++
+		}
+		report(b, cpu, i, durations)
+	})
+
+	b.Run(fmt.Sprintf("batch%d-refs", batch), func(b *testing.B) {
+		client := setup(b)
+		var durations []time.Duration
+		b.ReportAllocs()
+		cpu := processCPU()
+		pods := 0
+		// b.N counts pods; each call admits up to batch of them.
+		for pods < b.N {
+			n := min(batch, b.N-pods)
+			req := &admissionv1.AdmitPodsRequest{Pods: make([][]byte, 0, n), Active: activeRefs}
+			start := time.Now()
+			for j := range n {
+				req.Pods = append(req.Pods, newPodBytes(b, pods+j))
+			}
+			resp, err := client.AdmitPods(ctx, connect.NewRequest(req))
+			durations = append(durations, time.Since(start))
+			if err != nil || len(resp.Msg.Results) != n || !resp.Msg.Results[n-1].Admit {
+				b.Fatalf("AdmitPods: %v %v", resp, err)
+			}
+			pods += n
+		}
+		b.StopTimer()
+		report(b, cpu, pods, durations)
+	})
+}
+
+// newPodBytes builds and encodes the i-th new pod of a benchmark.
+func newPodBytes(b *testing.B, i int) []byte {
+	raw, err := testfixture.TypicalPod(fmt.Sprintf("new-%d", i)).Marshal()
+	if err != nil {
+		b.Fatal(err)
+	}
+	return raw
 }

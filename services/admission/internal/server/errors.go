@@ -3,9 +3,13 @@ package server
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strings"
 
 	"connectrpc.com/connect"
 	"github.com/containerd/errdefs"
+
+	admissionv1 "github.com/splitlet/splitlet/proto/splitlet/admission/v1"
 )
 
 // toConnectError is the service's one conversion from Go errors to Connect
@@ -19,8 +23,40 @@ func toConnectError(err error) error {
 	if ce := new(connect.Error); errors.As(err, &ce) {
 		return err
 	}
-	return connect.NewError(codeOf(err), err)
+	ce := connect.NewError(codeOf(err), err)
+	// The client resends exactly the pods named in the detail; the
+	// message says the same for people.
+	if u := new(unknownActivePodsError); errors.As(err, &u) {
+		if d, derr := connect.NewErrorDetail(&admissionv1.UnknownActivePods{Uids: u.uids}); derr == nil {
+			ce.AddDetail(d)
+		}
+	}
+	return ce
 }
+
+// unknownActivePodsError is a request naming, by reference, active pods
+// this server does not hold: it restarted since the client sent them, or
+// forgot pods no request named for a while. It is FailedPrecondition with
+// an UnknownActivePods detail listing the UIDs, which the client sends in
+// full on its next try.
+type unknownActivePodsError struct {
+	uids []string
+}
+
+// unknownUIDsShown bounds the UIDs the message lists; the detail has all.
+const unknownUIDsShown = 8
+
+func (e *unknownActivePodsError) Error() string {
+	shown := e.uids[:min(len(e.uids), unknownUIDsShown)]
+	more := ""
+	if len(e.uids) > len(shown) {
+		more = fmt.Sprintf(" and %d more", len(e.uids)-len(shown))
+	}
+	return fmt.Sprintf("active pods sent by reference are not held by this admission server, send them in full: %s%s",
+		strings.Join(shown, ", "), more)
+}
+
+func (e *unknownActivePodsError) Unwrap() error { return errdefs.ErrFailedPrecondition }
 
 func codeOf(err error) connect.Code {
 	switch {

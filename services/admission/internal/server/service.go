@@ -1,9 +1,10 @@
-// Package server serves splitlet's AdmissionService (Admit, WatchEvictions,
-// GetNode) with connect-go, so gRPC, gRPC-Web and Connect clients reach it on
-// one h2c port, beside gRPC health and Prometheus /metrics. It is the wire
-// boundary: it decodes the Kubernetes protobuf bytes of pods and nodes,
-// turns errors into Connect codes (errors.go, the only place that does) and
-// hands decoded objects to the admitter.
+// Package server serves splitlet's AdmissionService (Admit, AdmitPods,
+// WatchEvictions, GetNode) with connect-go, so gRPC, gRPC-Web and Connect
+// clients reach it on one h2c port, beside gRPC health and Prometheus
+// /metrics. It is the wire boundary: it decodes the Kubernetes protobuf
+// bytes of pods and nodes, resolves active pods sent by reference, turns
+// errors into Connect codes (errors.go, the only place that does) and hands
+// decoded objects to the admitter.
 //
 //	svc := server.NewService(server.Options{Admitter: a, Evictions: mgr, Logger: log})
 //	http.ListenAndServe(addr, svc.Handler())
@@ -47,15 +48,26 @@ type EvictionSource interface {
 
 var _ EvictionSource = (*eviction.Manager)(nil)
 
-// PodDecoder decodes a core/v1 Pod from its Kubernetes protobuf encoding.
-// *podcache.Cache implements it, reusing pods decoded before.
-type PodDecoder interface {
+// PodStore decodes core/v1 Pods from their Kubernetes protobuf encoding and
+// keeps them, so clients may name the active pods they sent before by
+// reference (UID and SHA-256 digest of the bytes). *podcache.Cache
+// implements it.
+type PodStore interface {
 	// Decode returns the pod, or the decoding error; the pod is shared
 	// and must not be changed. b is not retained.
 	Decode(b []byte) (*v1.Pod, error)
+	// DecodeRef is Decode that also returns the reference the pod can
+	// be named by from now on.
+	DecodeRef(b []byte) (*v1.Pod, podcache.Ref, error)
+	// Resolve returns the pods refs name, in order, or the indexes of
+	// the refs it does not hold (and no pods).
+	Resolve(refs []podcache.Ref) (pods []*v1.Pod, missing []int)
+	// Reserve readies the store for a request naming n pods, so that
+	// none of them is forgotten before the next request.
+	Reserve(n int)
 }
 
-var _ PodDecoder = (*podcache.Cache)(nil)
+var _ PodStore = (*podcache.Cache)(nil)
 
 // Options configure a Service.
 type Options struct {
@@ -66,17 +78,19 @@ type Options struct {
 	Evictions EvictionSource
 	// Logger defaults to a no-op logger.
 	Logger *zap.Logger
-	// Pods decodes the pods of AdmitRequests; nil decodes every pod of
-	// every request afresh.
-	Pods PodDecoder
+	// Pods decodes and keeps the pods of requests; nil means a store of
+	// the service's own. Run shares one with the admitter and the
+	// plugins (newAdmission).
+	Pods PodStore
 }
 
 // Service implements admissionv1connect.AdmissionServiceHandler, one file
-// per RPC (admit.go, watch_evictions.go, get_node.go).
+// per RPC (admit.go, admit_pods.go, watch_evictions.go, get_node.go);
+// active_pods.go reads the active set both admit RPCs carry.
 type Service struct {
 	admitter  Admitter
 	evictions EvictionSource
-	pods      PodDecoder
+	pods      PodStore
 	log       *zap.Logger
 	metrics   *metrics
 	health    *grpchealth.StaticChecker
@@ -93,10 +107,16 @@ func NewService(opts Options) *Service {
 	if log == nil {
 		log = zap.NewNop()
 	}
+	// Active pods sent by reference must be resolvable, so a store is
+	// always there.
+	pods := opts.Pods
+	if pods == nil {
+		pods = &podcache.Cache{}
+	}
 	return &Service{
 		admitter:  opts.Admitter,
 		evictions: opts.Evictions,
-		pods:      opts.Pods,
+		pods:      pods,
 		log:       log,
 		metrics:   newMetrics(),
 		// Serving from the start: the admitter is complete before a

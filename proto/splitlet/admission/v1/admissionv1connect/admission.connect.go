@@ -35,6 +35,9 @@ const (
 const (
 	// AdmissionServiceAdmitProcedure is the fully-qualified name of the AdmissionService's Admit RPC.
 	AdmissionServiceAdmitProcedure = "/splitlet.admission.v1.AdmissionService/Admit"
+	// AdmissionServiceAdmitPodsProcedure is the fully-qualified name of the AdmissionService's
+	// AdmitPods RPC.
+	AdmissionServiceAdmitPodsProcedure = "/splitlet.admission.v1.AdmissionService/AdmitPods"
 	// AdmissionServiceWatchEvictionsProcedure is the fully-qualified name of the AdmissionService's
 	// WatchEvictions RPC.
 	AdmissionServiceWatchEvictionsProcedure = "/splitlet.admission.v1.AdmissionService/WatchEvictions"
@@ -48,6 +51,13 @@ type AdmissionServiceClient interface {
 	// Admit runs the handler chain (eviction admission, predicate admission with
 	// critical-pod preemption, then the configured plugins) for one pod.
 	Admit(context.Context, *connect.Request[v1.AdmitRequest]) (*connect.Response[v1.AdmitResponse], error)
+	// AdmitPods admits several new pods in order in one call, each against the
+	// active pods plus the pods this call admitted before it, exactly as Admit
+	// called once per pod in that order would (the kubelet's
+	// HandlePodAdditions admits sequentially, each admitted pod joining the
+	// active pods). It stops at the first answer naming victims: the caller
+	// stops them and asks again for the rest.
+	AdmitPods(context.Context, *connect.Request[v1.AdmitPodsRequest]) (*connect.Response[v1.AdmitPodsResponse], error)
 	// WatchEvictions streams evictions decided by the eviction manager from now on.
 	WatchEvictions(context.Context, *connect.Request[v1.WatchEvictionsRequest]) (*connect.ServerStreamForClient[v1.WatchEvictionsResponse], error)
 	// GetNode returns the node as admission sees it: capacity, allocatable,
@@ -72,6 +82,12 @@ func NewAdmissionServiceClient(httpClient connect.HTTPClient, baseURL string, op
 			connect.WithSchema(admissionServiceMethods.ByName("Admit")),
 			connect.WithClientOptions(opts...),
 		),
+		admitPods: connect.NewClient[v1.AdmitPodsRequest, v1.AdmitPodsResponse](
+			httpClient,
+			baseURL+AdmissionServiceAdmitPodsProcedure,
+			connect.WithSchema(admissionServiceMethods.ByName("AdmitPods")),
+			connect.WithClientOptions(opts...),
+		),
 		watchEvictions: connect.NewClient[v1.WatchEvictionsRequest, v1.WatchEvictionsResponse](
 			httpClient,
 			baseURL+AdmissionServiceWatchEvictionsProcedure,
@@ -90,6 +106,7 @@ func NewAdmissionServiceClient(httpClient connect.HTTPClient, baseURL string, op
 // admissionServiceClient implements AdmissionServiceClient.
 type admissionServiceClient struct {
 	admit          *connect.Client[v1.AdmitRequest, v1.AdmitResponse]
+	admitPods      *connect.Client[v1.AdmitPodsRequest, v1.AdmitPodsResponse]
 	watchEvictions *connect.Client[v1.WatchEvictionsRequest, v1.WatchEvictionsResponse]
 	getNode        *connect.Client[v1.GetNodeRequest, v1.GetNodeResponse]
 }
@@ -97,6 +114,11 @@ type admissionServiceClient struct {
 // Admit calls splitlet.admission.v1.AdmissionService.Admit.
 func (c *admissionServiceClient) Admit(ctx context.Context, req *connect.Request[v1.AdmitRequest]) (*connect.Response[v1.AdmitResponse], error) {
 	return c.admit.CallUnary(ctx, req)
+}
+
+// AdmitPods calls splitlet.admission.v1.AdmissionService.AdmitPods.
+func (c *admissionServiceClient) AdmitPods(ctx context.Context, req *connect.Request[v1.AdmitPodsRequest]) (*connect.Response[v1.AdmitPodsResponse], error) {
+	return c.admitPods.CallUnary(ctx, req)
 }
 
 // WatchEvictions calls splitlet.admission.v1.AdmissionService.WatchEvictions.
@@ -115,6 +137,13 @@ type AdmissionServiceHandler interface {
 	// Admit runs the handler chain (eviction admission, predicate admission with
 	// critical-pod preemption, then the configured plugins) for one pod.
 	Admit(context.Context, *connect.Request[v1.AdmitRequest]) (*connect.Response[v1.AdmitResponse], error)
+	// AdmitPods admits several new pods in order in one call, each against the
+	// active pods plus the pods this call admitted before it, exactly as Admit
+	// called once per pod in that order would (the kubelet's
+	// HandlePodAdditions admits sequentially, each admitted pod joining the
+	// active pods). It stops at the first answer naming victims: the caller
+	// stops them and asks again for the rest.
+	AdmitPods(context.Context, *connect.Request[v1.AdmitPodsRequest]) (*connect.Response[v1.AdmitPodsResponse], error)
 	// WatchEvictions streams evictions decided by the eviction manager from now on.
 	WatchEvictions(context.Context, *connect.Request[v1.WatchEvictionsRequest], *connect.ServerStream[v1.WatchEvictionsResponse]) error
 	// GetNode returns the node as admission sees it: capacity, allocatable,
@@ -135,6 +164,12 @@ func NewAdmissionServiceHandler(svc AdmissionServiceHandler, opts ...connect.Han
 		connect.WithSchema(admissionServiceMethods.ByName("Admit")),
 		connect.WithHandlerOptions(opts...),
 	)
+	admissionServiceAdmitPodsHandler := connect.NewUnaryHandler(
+		AdmissionServiceAdmitPodsProcedure,
+		svc.AdmitPods,
+		connect.WithSchema(admissionServiceMethods.ByName("AdmitPods")),
+		connect.WithHandlerOptions(opts...),
+	)
 	admissionServiceWatchEvictionsHandler := connect.NewServerStreamHandler(
 		AdmissionServiceWatchEvictionsProcedure,
 		svc.WatchEvictions,
@@ -151,6 +186,8 @@ func NewAdmissionServiceHandler(svc AdmissionServiceHandler, opts ...connect.Han
 		switch r.URL.Path {
 		case AdmissionServiceAdmitProcedure:
 			admissionServiceAdmitHandler.ServeHTTP(w, r)
+		case AdmissionServiceAdmitPodsProcedure:
+			admissionServiceAdmitPodsHandler.ServeHTTP(w, r)
 		case AdmissionServiceWatchEvictionsProcedure:
 			admissionServiceWatchEvictionsHandler.ServeHTTP(w, r)
 		case AdmissionServiceGetNodeProcedure:
@@ -166,6 +203,10 @@ type UnimplementedAdmissionServiceHandler struct{}
 
 func (UnimplementedAdmissionServiceHandler) Admit(context.Context, *connect.Request[v1.AdmitRequest]) (*connect.Response[v1.AdmitResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("splitlet.admission.v1.AdmissionService.Admit is not implemented"))
+}
+
+func (UnimplementedAdmissionServiceHandler) AdmitPods(context.Context, *connect.Request[v1.AdmitPodsRequest]) (*connect.Response[v1.AdmitPodsResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("splitlet.admission.v1.AdmissionService.AdmitPods is not implemented"))
 }
 
 func (UnimplementedAdmissionServiceHandler) WatchEvictions(context.Context, *connect.Request[v1.WatchEvictionsRequest], *connect.ServerStream[v1.WatchEvictionsResponse]) error {

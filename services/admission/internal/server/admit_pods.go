@@ -1,0 +1,73 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"connectrpc.com/connect"
+	"github.com/containerd/errdefs"
+	v1 "k8s.io/api/core/v1"
+
+	admissionv1 "github.com/splitlet/splitlet/proto/splitlet/admission/v1"
+)
+
+// AdmitPods implements AdmissionServiceHandler: it admits the request's
+// pods in order, each beside the active pods plus the pods admitted before
+// it in this call, which is what one Admit per pod in that order answers
+// (the kubelet's HandlePodAdditions admits sequentially, and every admitted
+// pod joins the active pods its next canAdmitPod sees). A rejected pod does
+// not join. It stops after the first answer naming victims: the caller must
+// stop them before anything after that pod can be judged.
+//
+// Errors are Admit's: InvalidArgument naming the field (`pods[2]`,
+// `active[5].uid`), FailedPrecondition for references not held here. No
+// pod is judged when the request is refused.
+func (s *Service) AdmitPods(ctx context.Context, req *connect.Request[admissionv1.AdmitPodsRequest]) (*connect.Response[admissionv1.AdmitPodsResponse], error) {
+	start := time.Now()
+	pods, active, err := s.decodeAdmitPodsRequest(req.Msg)
+	if err != nil {
+		s.metrics.observeAdmit(resultInvalid, "", time.Since(start))
+		return nil, toConnectError(err)
+	}
+	out := &admissionv1.AdmitPodsResponse{Results: make([]*admissionv1.AdmitResponse, 0, len(pods))}
+	// Each pod's duration is its own decision; the first carries the
+	// decoding too, as one Admit would.
+	decided := start
+	for _, pod := range pods {
+		if err := ctx.Err(); err != nil {
+			return nil, toConnectError(err)
+		}
+		resp, res := s.decide(ctx, pod, active, decided)
+		decided = time.Now()
+		out.Results = append(out.Results, resp)
+		if len(res.Victims) > 0 {
+			break
+		}
+		if res.Admit {
+			active = append(active, pod)
+		}
+	}
+	return connect.NewResponse(out), nil
+}
+
+func (s *Service) decodeAdmitPodsRequest(msg *admissionv1.AdmitPodsRequest) ([]*v1.Pod, []*v1.Pod, error) {
+	if len(msg.GetPods()) == 0 {
+		return nil, nil, fmt.Errorf("pods: empty; want at least one pod to admit: %w", errdefs.ErrInvalidArgument)
+	}
+	s.pods.Reserve(len(msg.GetPods()) + len(msg.GetActive()))
+	active, err := s.decodeActive(nil, msg.GetActive(), "active")
+	if err != nil {
+		return nil, nil, err
+	}
+	// The active slice grows by the admitted pods; room for all of them
+	// keeps the appends from copying a node's worth of pointers.
+	active = append(make([]*v1.Pod, 0, len(active)+len(msg.GetPods())), active...)
+	pods := make([]*v1.Pod, len(msg.GetPods()))
+	for i, b := range msg.GetPods() {
+		if pods[i], err = s.decodePod(b); err != nil {
+			return nil, nil, podError(fmt.Sprintf("pods[%d]", i), err)
+		}
+	}
+	return pods, active, nil
+}
