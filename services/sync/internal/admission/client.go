@@ -31,16 +31,28 @@ type Options struct {
 	// RetryInitial and RetryMax bound the back-off of WatchEvictions
 	// reconnections; 0 means 500 ms and 30 s.
 	RetryInitial, RetryMax time.Duration
+	// MaxBatch bounds the pods one AdmitPods call sends; 0 means
+	// DefaultMaxBatch. The sync loop starts the pods of one call before
+	// asking about the next, so a bound keeps the first pods of a burst
+	// from waiting for the last.
+	MaxBatch int
 }
+
+// DefaultMaxBatch is the default Options.MaxBatch: big enough that the
+// round trip is a small part of a call, small enough that one call stays
+// around a millisecond on a loaded node.
+const DefaultMaxBatch = 64
 
 // Client talks to splitlet-admission. It is safe for concurrent use.
 type Client struct {
 	endpoint string
 	opts     Options
 	svc      admissionv1connect.AdmissionServiceClient
+	// active sends the active pods by reference.
+	active *activeSet
 }
 
-var _ syncloop.Admitter = (*Client)(nil)
+var _ syncloop.BatchAdmitter = (*Client)(nil)
 
 // New returns a client of the AdmissionService at endpoint ("host:port" or
 // "http://host:port"). Nothing is dialled until the first call.
@@ -57,6 +69,9 @@ func New(endpoint string, opts Options) *Client {
 	if opts.HTTPClient == nil {
 		opts.HTTPClient = h2cClient()
 	}
+	if opts.MaxBatch <= 0 {
+		opts.MaxBatch = DefaultMaxBatch
+	}
 	base := endpoint
 	if !strings.Contains(base, "://") {
 		base = "http://" + base
@@ -65,6 +80,7 @@ func New(endpoint string, opts Options) *Client {
 		endpoint: endpoint,
 		opts:     opts,
 		svc:      admissionv1connect.NewAdmissionServiceClient(opts.HTTPClient, base, connect.WithGRPC()),
+		active:   newActiveSet(),
 	}
 }
 
@@ -76,30 +92,47 @@ func h2cClient() *http.Client {
 	return &http.Client{Transport: &http.Transport{Protocols: &p}}
 }
 
-// Admit implements syncloop.Admitter: the pod and the active pods go in
-// the Kubernetes protobuf encoding; the call is bounded by the timeout.
-// Every failure (unreachable, timed out, refused request) wraps
+// Admit implements syncloop.Admitter: the pod goes in the Kubernetes
+// protobuf encoding, the active pods by reference (in full the first time,
+// see activeSet); the call is bounded by the timeout. When the server does
+// not hold some referred pods (it restarted), they are sent in full once
+// more. Every failure (unreachable, timed out, refused request) wraps
 // syncloop.ErrAdmissionUnavailable: no decision was made.
 func (c *Client) Admit(ctx context.Context, pod *v1.Pod, active []*v1.Pod) (syncloop.AdmitResult, error) {
-	req := &admissionv1.AdmitRequest{ActivePods: make([][]byte, 0, len(active))}
-	var err error
-	if req.Pod, err = pod.Marshal(); err != nil {
-		return syncloop.AdmitResult{}, fmt.Errorf("encode pod %s/%s: %w", pod.Namespace, pod.Name, err)
-	}
-	for _, p := range active {
-		b, err := p.Marshal()
+	var resend map[types.UID]bool
+	for {
+		req, err := c.active.prepare([]*v1.Pod{pod}, active, resend)
 		if err != nil {
-			return syncloop.AdmitResult{}, fmt.Errorf("encode active pod %s/%s: %w", p.Namespace, p.Name, err)
+			return syncloop.AdmitResult{}, err
 		}
-		req.ActivePods = append(req.ActivePods, b)
+		resp, err := c.admit(ctx, &admissionv1.AdmitRequest{Pod: req.pods[0], Active: req.active})
+		if err != nil {
+			if missing := unknownActivePods(err); missing != nil && resend == nil {
+				resend = missing
+				continue
+			}
+			return syncloop.AdmitResult{}, c.unavailable(err)
+		}
+		c.active.acknowledge(req)
+		return admitResult(resp), nil
 	}
+}
+
+func (c *Client) admit(ctx context.Context, req *admissionv1.AdmitRequest) (*admissionv1.AdmitResponse, error) {
 	ctx, cancel := context.WithTimeout(ctx, c.opts.Timeout)
 	defer cancel()
 	resp, err := c.svc.Admit(ctx, connect.NewRequest(req))
 	if err != nil {
-		return syncloop.AdmitResult{}, fmt.Errorf("%w: admission at %s: %w", syncloop.ErrAdmissionUnavailable, c.endpoint, err)
+		return nil, err
 	}
-	m := resp.Msg
+	return resp.Msg, nil
+}
+
+func (c *Client) unavailable(err error) error {
+	return fmt.Errorf("%w: admission at %s: %w", syncloop.ErrAdmissionUnavailable, c.endpoint, err)
+}
+
+func admitResult(m *admissionv1.AdmitResponse) syncloop.AdmitResult {
 	res := syncloop.AdmitResult{
 		Admit: m.GetAdmit(), Reason: m.GetReason(), Message: m.GetMessage(),
 		VictimReason: m.GetVictimReason(), VictimMessage: m.GetVictimMessage(),
@@ -107,7 +140,7 @@ func (c *Client) Admit(ctx context.Context, pod *v1.Pod, active []*v1.Pod) (sync
 	for _, v := range m.GetVictims() {
 		res.Victims = append(res.Victims, podRef(v))
 	}
-	return res, nil
+	return res
 }
 
 func podRef(r *admissionv1.PodRef) syncloop.PodRef {

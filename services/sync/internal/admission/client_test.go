@@ -1,12 +1,15 @@
 package admission
 
 import (
+	"bytes"
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -23,9 +26,11 @@ import (
 	"github.com/splitlet/splitlet/services/sync/internal/syncloop"
 )
 
-// fakeService is an in-process AdmissionService: Admit decodes what it is
-// sent and answers with admit; WatchEvictions sends the evictions queued on
-// evictions, ending the stream after endAfter of them when set.
+// fakeService is an in-process AdmissionService: Admit and AdmitPods
+// decode what they are sent, resolving active pods sent by reference from
+// the pods it was sent in full (held, which forget empties as a restart
+// would), and answer with admit; WatchEvictions sends the evictions queued
+// on evictions, ending the stream after endAfter of them when set.
 type fakeService struct {
 	admissionv1connect.UnimplementedAdmissionServiceHandler
 
@@ -34,27 +39,100 @@ type fakeService struct {
 	gotActive []*v1.Pod
 	admit     func(pod *v1.Pod, active []*v1.Pod) *admissionv1.AdmitResponse
 	delay     time.Duration
+	held      map[string]*v1.Pod // by uid + digest
+	// requests records each admit request: how many active pods came in
+	// full and how many by reference, and the pods it asked about.
+	requests []fakeRequest
 
 	evictions chan *admissionv1.WatchEvictionsResponse
 	endAfter  int
 	streams   int
 }
 
-func (f *fakeService) Admit(ctx context.Context, req *connect.Request[admissionv1.AdmitRequest]) (*connect.Response[admissionv1.AdmitResponse], error) {
-	pod := &v1.Pod{}
-	if err := pod.Unmarshal(req.Msg.GetPod()); err != nil {
-		return nil, connect.NewError(connect.CodeInvalidArgument, err)
+type fakeRequest struct {
+	rpc         string
+	pods        []string
+	full, byRef int
+	failed      bool
+}
+
+func (f *fakeService) forget() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.held = nil
+}
+
+func (f *fakeService) requestLog() []fakeRequest {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.requests)
+}
+
+// decode decodes the pods and resolves the active set as the real server
+// does: a digest must be the SHA-256 of the bytes sent, and unknown
+// references fail with FailedPrecondition and an UnknownActivePods detail.
+func (f *fakeService) decode(rpc string, raws [][]byte, refs []*admissionv1.ActivePod) ([]*v1.Pod, []*v1.Pod, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.held == nil {
+		f.held = map[string]*v1.Pod{}
 	}
-	var active []*v1.Pod
-	for _, b := range req.Msg.GetActivePods() {
+	r := fakeRequest{rpc: rpc}
+	var pods []*v1.Pod
+	for _, b := range raws {
 		p := &v1.Pod{}
 		if err := p.Unmarshal(b); err != nil {
-			return nil, connect.NewError(connect.CodeInvalidArgument, err)
+			return nil, nil, connect.NewError(connect.CodeInvalidArgument, err)
 		}
+		d := sha256.Sum256(b)
+		f.held[string(p.UID)+string(d[:])] = p
+		pods = append(pods, p)
+		r.pods = append(r.pods, p.Name)
+	}
+	var active []*v1.Pod
+	var missing []string
+	for _, a := range refs {
+		if len(a.GetPod()) == 0 {
+			r.byRef++
+			p, ok := f.held[a.GetUid()+string(a.GetDigest())]
+			if !ok {
+				missing = append(missing, a.GetUid())
+			}
+			active = append(active, p)
+			continue
+		}
+		r.full++
+		p := &v1.Pod{}
+		if err := p.Unmarshal(a.GetPod()); err != nil {
+			return nil, nil, connect.NewError(connect.CodeInvalidArgument, err)
+		}
+		if d := sha256.Sum256(a.GetPod()); !bytes.Equal(d[:], a.GetDigest()) || string(p.UID) != a.GetUid() {
+			return nil, nil, connect.NewError(connect.CodeInvalidArgument, errors.New("reference does not match its bytes"))
+		}
+		f.held[a.GetUid()+string(a.GetDigest())] = p
 		active = append(active, p)
 	}
+	r.failed = len(missing) > 0
+	f.requests = append(f.requests, r)
+	if len(missing) > 0 {
+		ce := connect.NewError(connect.CodeFailedPrecondition, fmt.Errorf("not held: %v", missing))
+		d, err := connect.NewErrorDetail(&admissionv1.UnknownActivePods{Uids: missing})
+		if err != nil {
+			return nil, nil, err
+		}
+		ce.AddDetail(d)
+		return nil, nil, ce
+	}
+	return pods, active, nil
+}
+
+func (f *fakeService) Admit(ctx context.Context, req *connect.Request[admissionv1.AdmitRequest]) (*connect.Response[admissionv1.AdmitResponse], error) {
+	pods, active, err := f.decode("Admit", [][]byte{req.Msg.GetPod()}, req.Msg.GetActive())
+	if err != nil {
+		return nil, err
+	}
 	f.mu.Lock()
-	f.gotPod, f.gotActive = pod, active
+	f.gotPod, f.gotActive = pods[0], active
 	delay := f.delay
 	f.mu.Unlock()
 	select {
@@ -62,7 +140,28 @@ func (f *fakeService) Admit(ctx context.Context, req *connect.Request[admissionv
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
-	return connect.NewResponse(f.admit(pod, active)), nil
+	return connect.NewResponse(f.admit(pods[0], active)), nil
+}
+
+// AdmitPods answers as consecutive Admit calls: admitted pods join active,
+// and the answers stop after the first with victims.
+func (f *fakeService) AdmitPods(ctx context.Context, req *connect.Request[admissionv1.AdmitPodsRequest]) (*connect.Response[admissionv1.AdmitPodsResponse], error) {
+	pods, active, err := f.decode("AdmitPods", req.Msg.GetPods(), req.Msg.GetActive())
+	if err != nil {
+		return nil, err
+	}
+	out := &admissionv1.AdmitPodsResponse{}
+	for _, p := range pods {
+		r := f.admit(p, active)
+		out.Results = append(out.Results, r)
+		if len(r.GetVictims()) > 0 {
+			break
+		}
+		if r.GetAdmit() {
+			active = append(active, p)
+		}
+	}
+	return connect.NewResponse(out), nil
 }
 
 func (f *fakeService) WatchEvictions(ctx context.Context, _ *connect.Request[admissionv1.WatchEvictionsRequest], stream *connect.ServerStream[admissionv1.WatchEvictionsResponse]) error {
@@ -86,7 +185,7 @@ func (f *fakeService) WatchEvictions(ctx context.Context, _ *connect.Request[adm
 }
 
 // serve runs svc over cleartext HTTP/2 and returns its address.
-func serve(t *testing.T, svc *fakeService) string {
+func serve(t *testing.T, svc admissionv1connect.AdmissionServiceHandler) string {
 	t.Helper()
 	mux := http.NewServeMux()
 	mux.Handle(admissionv1connect.NewAdmissionServiceHandler(svc))

@@ -1,8 +1,13 @@
 // Package admission is splitlet-sync's side of splitlet-admission: Client
-// implements syncloop.Admitter over the AdmissionService (gRPC through
-// connect-go, cleartext HTTP/2), and Client.WatchEvictions hands the
-// evictions the eviction manager decides to a syncloop.Evictor, reconnecting
-// with back-off whenever the stream breaks.
+// implements syncloop.BatchAdmitter over the AdmissionService (gRPC through
+// connect-go, cleartext HTTP/2): Admit for one pod, AdmitPods for a run of
+// new pods in one call. Active pods go by reference (UID and SHA-256 of
+// their encoding), in full only the first time or when the server says it
+// lost them (active_set.go), so a call carries some 50 bytes per active
+// pod instead of its whole encoding, and an unchanged pod is never encoded
+// again. Client.WatchEvictions hands the evictions the
+// eviction manager decides to a syncloop.Evictor, reconnecting with back-off
+// whenever the stream breaks.
 //
 // Usage sketch:
 //

@@ -50,15 +50,42 @@ type Admitter interface {
 	Admit(ctx context.Context, pod *v1.Pod, active []*v1.Pod) (AdmitResult, error)
 }
 
+// BatchAdmitter is an Admitter that can also decide on several new pods in
+// one call, which HandlePodAdditions prefers when many pods arrive at once.
+//
+// AdmitPods decides on pods in order, each against active plus the pods
+// this call admitted before it: the answers must be exactly those of
+// calling Admit once per pod in that order, adding each admitted pod to
+// active (the kubelet's HandlePodAdditions). It may answer only a prefix of
+// pods, at least one (e.g. to bound one call); it must stop after the first
+// answer naming victims, since nothing after that pod can be judged before
+// they are gone. The caller asks again for the rest. No pod of pods is in
+// active.
+//
+// Error contract: Admit's. An error means no pod was decided.
+type BatchAdmitter interface {
+	Admitter
+	AdmitPods(ctx context.Context, pods []*v1.Pod, active []*v1.Pod) ([]AdmitResult, error)
+}
+
 // AlwaysAdmit admits every pod. It is the admitter when sync runs without
 // splitlet-admission (--admission-endpoint empty).
 type AlwaysAdmit struct{}
 
-var _ Admitter = AlwaysAdmit{}
+var _ BatchAdmitter = AlwaysAdmit{}
 
 // Admit admits pod.
 func (AlwaysAdmit) Admit(context.Context, *v1.Pod, []*v1.Pod) (AdmitResult, error) {
 	return AdmitResult{Admit: true}, nil
+}
+
+// AdmitPods admits every pod.
+func (AlwaysAdmit) AdmitPods(_ context.Context, pods []*v1.Pod, _ []*v1.Pod) ([]AdmitResult, error) {
+	out := make([]AdmitResult, len(pods))
+	for i := range out {
+		out[i].Admit = true
+	}
+	return out, nil
 }
 
 // FailurePolicy says what happens to a new pod when the admitter fails.

@@ -31,22 +31,29 @@ const (
 const maxPreemptionRounds = 3
 
 // canAdmitPod asks the admitter whether pod may run beside the active pods,
-// as the kubelet's canAdmitPod does with its admit handlers. When the
-// answer names victims (critical-pod preemption) they are killed with the
-// kubelet's preemption status, waited for (bounded, as the kubelet's
-// killPodNow) and the question is asked again without them. A rejection
-// fails the pod (rejectPod). When the admitter fails, the failure policy
-// decides: Fail keeps the pod pending and retries, Ignore admits; a pod
-// the runtime already runs (sync restarted) is admitted either way.
+// as the kubelet's canAdmitPod does with its admit handlers, and acts on
+// the answer (admitWith).
 //
 // It runs on the sync loop goroutine, so admission decisions are serial as
 // in the kubelet, and a preemption holds up the loop until the victims have
 // stopped, as the kubelet's does.
 func (k *Kubelet) canAdmitPod(ctx context.Context, pod *v1.Pod) admitOutcome {
+	res, err := k.opts.Admitter.Admit(ctx, pod, k.activePods(pod, nil))
+	return k.admitWith(ctx, pod, res, err)
+}
+
+// admitWith acts on the admitter's first answer for pod, res, or on err
+// when there was none. When the answer names victims (critical-pod
+// preemption) they are killed with the kubelet's preemption status, waited
+// for (bounded, as the kubelet's killPodNow) and the question is asked
+// again without them. A rejection fails the pod (rejectPod). When the
+// admitter failed, the failure policy decides: Fail keeps the pod pending
+// and retries, Ignore admits; a pod the runtime already runs (sync
+// restarted) is admitted either way.
+func (k *Kubelet) admitWith(ctx context.Context, pod *v1.Pod, res AdmitResult, err error) admitOutcome {
 	log := logctx.From(ctx).With(zap.String("pod", pod.Namespace+"/"+pod.Name), zap.String("podUID", string(pod.UID)))
 	gone := map[types.UID]bool{}
 	for round := 0; ; round++ {
-		res, err := k.opts.Admitter.Admit(ctx, pod, k.activePods(pod, gone))
 		if err != nil {
 			if k.opts.AdmissionFailurePolicy == FailurePolicyIgnore {
 				log.Warn("admission unavailable, admitting the pod (failure policy Ignore)", zap.Error(err))
@@ -67,6 +74,7 @@ func (k *Kubelet) canAdmitPod(ctx context.Context, pod *v1.Pod) admitOutcome {
 			for _, uid := range k.preempt(ctx, pod, res) {
 				gone[uid] = true
 			}
+			res, err = k.opts.Admitter.Admit(ctx, pod, k.activePods(pod, gone))
 			continue
 		}
 		if !res.Admit || len(res.Victims) > 0 {
@@ -78,15 +86,68 @@ func (k *Kubelet) canAdmitPod(ctx context.Context, pod *v1.Pod) admitOutcome {
 	}
 }
 
+// admitPods admits new pods in the order given and starts each admitted
+// one (startPod) before any later pod is judged, so every pod is judged
+// against the pods admitted before it, as HandlePodAdditions' one
+// canAdmitPod per pod does. With a BatchAdmitter, one AdmitPods call
+// decides a run of pods: the admission service does for the run what
+// consecutive Admit calls would, for one round trip and one copy of the
+// active set. An answer naming victims is acted on like canAdmitPod's
+// (preempt, then ask Admit again for that pod), and the pods after it go in
+// the next call, judged once the victims are gone. When a batch call fails,
+// every pod of the run gets what a failed Admit gives it (the failure
+// policy) rather than one more call each to a service that is not there.
+func (k *Kubelet) admitPods(ctx context.Context, pods []*v1.Pod) {
+	batch, canBatch := k.opts.Admitter.(BatchAdmitter)
+	for len(pods) > 0 {
+		if !canBatch || len(pods) == 1 {
+			if k.canAdmitPod(ctx, pods[0]) == admitted {
+				k.startPod(pods[0])
+			}
+			pods = pods[1:]
+			continue
+		}
+		results, err := batch.AdmitPods(ctx, pods, k.activePods(nil, nil))
+		if err != nil {
+			for _, pod := range pods {
+				if k.admitWith(ctx, pod, AdmitResult{}, err) == admitted {
+					k.startPod(pod)
+				}
+			}
+			return
+		}
+		if len(results) == 0 {
+			// Not the contract; one Admit per pod still decides.
+			logctx.From(ctx).Warn("batch admission answered no pod; admitting one at a time", zap.Int("pods", len(pods)))
+			canBatch = false
+			continue
+		}
+		decided := 0
+		for _, res := range results[:min(len(results), len(pods))] {
+			pod := pods[decided]
+			decided++
+			if k.admitWith(ctx, pod, res, nil) == admitted {
+				k.startPod(pod)
+			}
+			if len(res.Victims) > 0 {
+				// Later answers, if any, did not know the victims were
+				// going; ask again.
+				break
+			}
+		}
+		pods = pods[decided:]
+	}
+}
+
 // activePods are the pods the new pod must fit beside, as the kubelet's
 // filterOutInactivePods: admitted pods (they have a worker) not known to
 // have stopped, and not in a terminal phase unless still terminating (a
 // terminating pod holds its resources until its containers stop). except
-// and the pods in gone (victims just preempted) are left out.
+// (when not nil) and the pods in gone (victims just preempted) are left out.
 func (k *Kubelet) activePods(except *v1.Pod, gone map[types.UID]bool) []*v1.Pod {
 	var active []*v1.Pod
 	for _, p := range k.podManager.GetPods() {
-		if p.UID == except.UID || gone[p.UID] || !k.workers.IsKnown(p.UID) || k.workers.IsPodKnownTerminated(p.UID) {
+		if (except != nil && p.UID == except.UID) || gone[p.UID] || !k.workers.IsKnown(p.UID) || k.workers.IsPodKnownTerminated(p.UID) {
 			continue
 		}
 		k.mu.Lock()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -380,5 +381,262 @@ func TestEvictPod(t *testing.T) {
 	}
 	if killed, _ := h.rt.state(static.UID); killed {
 		t.Error("a static pod was evicted")
+	}
+}
+
+// fakeBatchAdmitter is a BatchAdmitter over a fakeAdmitter's decide: a
+// batch answers what consecutive Admit calls would (admitted pods join
+// active, stop after victims), at most perCall pods a call (0: all), or
+// fails with err. Its single Admit is the fakeAdmitter's.
+type fakeBatchAdmitter struct {
+	*fakeAdmitter
+	perCall int
+	err     error
+	batches []admitCall // pod is the batch's pod names joined by ","
+}
+
+var _ BatchAdmitter = (*fakeBatchAdmitter)(nil)
+
+func (f *fakeBatchAdmitter) AdmitPods(_ context.Context, pods []*v1.Pod, active []*v1.Pod) ([]AdmitResult, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var c admitCall
+	for i, p := range pods {
+		if i > 0 {
+			c.pod += ","
+		}
+		c.pod += p.Name
+	}
+	for _, p := range active {
+		c.active = append(c.active, p.Name)
+	}
+	f.batches = append(f.batches, c)
+	if f.err != nil {
+		return nil, f.err
+	}
+	if f.perCall > 0 && len(pods) > f.perCall {
+		pods = pods[:f.perCall]
+	}
+	active = slices.Clone(active)
+	var out []AdmitResult
+	for _, p := range pods {
+		res, err := f.decide(p, active)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, res)
+		if len(res.Victims) > 0 {
+			break
+		}
+		if res.Admit {
+			active = append(active, p)
+		}
+	}
+	return out, nil
+}
+
+func (f *fakeBatchAdmitter) batchLog() []admitCall {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.batches)
+}
+
+func newBatchAdmitHarness(t *testing.T, policy FailurePolicy) (*admitHarness, *fakeBatchAdmitter) {
+	t.Helper()
+	h := newAdmitHarness(t, policy)
+	b := &fakeBatchAdmitter{fakeAdmitter: h.ad}
+	h.k.opts.Admitter = b
+	return h, b
+}
+
+func TestHandlePodAdditionsAdmitsABatchInOneCall(t *testing.T) {
+	for _, tc := range []struct {
+		desc    string
+		perCall int
+		// existing is admitted first, on its own.
+		existing    []*v1.Pod
+		pods        []*v1.Pod
+		wantBatches []admitCall
+		wantSingles []admitCall
+	}{
+		{
+			desc:        "one call in creation order",
+			existing:    []*v1.Pod{testPod("old", 0)},
+			pods:        []*v1.Pod{testPod("c", 3), testPod("a", 1), testPod("b", 2)},
+			wantBatches: []admitCall{{pod: "a,b,c", active: []string{"old"}}},
+			wantSingles: []admitCall{{pod: "old"}},
+		},
+		{
+			desc:    "an admitter answering a prefix is asked again, the admitted pods now active",
+			perCall: 2,
+			pods:    []*v1.Pod{testPod("a", 1), testPod("b", 2), testPod("c", 3), testPod("d", 4), testPod("e", 5)},
+			wantBatches: []admitCall{
+				{pod: "a,b,c,d,e"}, {pod: "c,d,e", active: []string{"a", "b"}},
+			},
+			// The last pod alone needs no batch.
+			wantSingles: []admitCall{{pod: "e", active: []string{"a", "b", "c", "d"}}},
+		},
+		{
+			desc: "a pod that needs no admission splits the batch, decided in between as one by one",
+			pods: []*v1.Pod{testPod("a", 1), testPod("b", 2), func() *v1.Pod {
+				p := testPod("done", 3)
+				p.Status.Phase = v1.PodSucceeded
+				return p
+			}(), testPod("c", 4), testPod("d", 5)},
+			// "done" has a worker (confirming it finished) before c and
+			// d are judged, and no status of its own yet, so it counts as
+			// active, exactly as with one Admit per pod.
+			wantBatches: []admitCall{{pod: "a,b"}, {pod: "c,d", active: []string{"a", "b", "done"}}},
+		},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			h, b := newBatchAdmitHarness(t, FailurePolicyFail)
+			b.perCall = tc.perCall
+			ctx := context.Background()
+			for _, p := range tc.existing {
+				h.k.HandlePodAdditions(ctx, []*v1.Pod{p})
+			}
+			h.k.HandlePodAdditions(ctx, tc.pods)
+			if got, want := fmt.Sprint(b.batchLog()), fmt.Sprint(tc.wantBatches); got != want {
+				t.Errorf("AdmitPods calls = %s, want %s", got, want)
+			}
+			if got, want := fmt.Sprint(h.ad.callLog()), fmt.Sprint(tc.wantSingles); got != want {
+				t.Errorf("Admit calls = %s, want %s", got, want)
+			}
+			for _, p := range append(tc.existing, tc.pods...) {
+				if !h.k.workers.IsKnown(p.UID) {
+					t.Errorf("pod %s has no worker", p.Name)
+				}
+			}
+		})
+	}
+}
+
+func TestBatchRejectionInTheMiddle(t *testing.T) {
+	h, b := newBatchAdmitHarness(t, FailurePolicyFail)
+	// Room for two pods: the third is refused, the fourth too.
+	h.ad.setDecide(func(pod *v1.Pod, active []*v1.Pod) (AdmitResult, error) {
+		if len(active) >= 2 {
+			return AdmitResult{Reason: "OutOfpods", Message: "Node didn't have enough resource: pods"}, nil
+		}
+		return AdmitResult{Admit: true}, nil
+	})
+	pods := []*v1.Pod{testPod("a", 1), testPod("b", 2), testPod("c", 3), testPod("d", 4)}
+	h.k.HandlePodAdditions(context.Background(), pods)
+	if n := len(b.batchLog()); n != 1 {
+		t.Errorf("%d AdmitPods calls, want 1", n)
+	}
+	for _, p := range pods[:2] {
+		if !h.k.workers.IsKnown(p.UID) {
+			t.Errorf("admitted pod %s has no worker", p.Name)
+		}
+	}
+	for _, p := range pods[2:] {
+		if h.k.workers.IsKnown(p.UID) {
+			t.Errorf("rejected pod %s has a worker", p.Name)
+		}
+		s := h.status(t, p.UID)
+		if s.Phase != v1.PodFailed || s.Reason != "OutOfpods" || s.Message != "Pod was rejected: Node didn't have enough resource: pods" {
+			t.Errorf("pod %s status %s/%s/%q, want the kubelet's rejectPod status", p.Name, s.Phase, s.Reason, s.Message)
+		}
+	}
+}
+
+func TestBatchPreemptionInTheMiddle(t *testing.T) {
+	h, b := newBatchAdmitHarness(t, FailurePolicyFail)
+	ctx := context.Background()
+	victim := testPod("besteffort", 0)
+	h.k.HandlePodAdditions(ctx, []*v1.Pod{victim})
+	h.ad.setDecide(func(pod *v1.Pod, active []*v1.Pod) (AdmitResult, error) {
+		if pod.Name != "critical" {
+			return AdmitResult{Admit: true}, nil
+		}
+		for _, p := range active {
+			if p.UID == victim.UID {
+				return AdmitResult{Reason: "OutOfmemory", Message: "m",
+					Victims:      []PodRef{{Namespace: "default", Name: victim.Name, UID: victim.UID}},
+					VictimReason: "Preempting", VictimMessage: "Preempted in order to admit critical pod"}, nil
+			}
+		}
+		return AdmitResult{Admit: true}, nil
+	})
+	pods := []*v1.Pod{testPod("a", 1), testPod("critical", 2), testPod("c", 3), testPod("d", 4)}
+	h.k.HandlePodAdditions(ctx, pods)
+
+	// The batch stops at the critical pod; once the victim is gone the
+	// critical pod is asked about alone, then the rest go in a new batch
+	// that sees it active and the victim not.
+	wantBatches := []admitCall{
+		{pod: "a,critical,c,d", active: []string{"besteffort"}},
+		{pod: "c,d", active: []string{"a", "critical"}},
+	}
+	if got, want := fmt.Sprint(b.batchLog()), fmt.Sprint(wantBatches); got != want {
+		t.Errorf("AdmitPods calls = %s, want %s", got, want)
+	}
+	wantSingles := []admitCall{{pod: "besteffort"}, {pod: "critical", active: []string{"a"}}}
+	if got, want := fmt.Sprint(h.ad.callLog()), fmt.Sprint(wantSingles); got != want {
+		t.Errorf("Admit calls = %s, want %s", got, want)
+	}
+	if killed, _ := h.rt.state(victim.UID); !killed || !h.k.workers.IsPodKnownTerminated(victim.UID) {
+		t.Errorf("victim killed %v, terminated %v; want both", killed, h.k.workers.IsPodKnownTerminated(victim.UID))
+	}
+	for _, p := range pods {
+		if !h.k.workers.IsKnown(p.UID) {
+			t.Errorf("pod %s has no worker", p.Name)
+		}
+	}
+	eventually(t, "victim status final", func() bool {
+		s, _ := h.pm.GetPodStatus(victim.UID)
+		return s.Phase == v1.PodFailed && s.Reason == "Preempting"
+	})
+}
+
+func TestBatchAdmissionUnavailable(t *testing.T) {
+	unavailable := fmt.Errorf("%w: connection refused", ErrAdmissionUnavailable)
+	for _, tc := range []struct {
+		desc   string
+		policy FailurePolicy
+		// running is already in the runtime (sync restarted).
+		running     string
+		wantStarted []string
+		wantPending []string
+	}{
+		{desc: "fail-closed: every pod waits", policy: FailurePolicyFail, wantPending: []string{"a", "b", "c"}},
+		{desc: "policy Ignore: every pod starts", policy: FailurePolicyIgnore, wantStarted: []string{"a", "b", "c"}},
+		{
+			desc: "fail-closed, one pod already running: it stays, the others wait", policy: FailurePolicyFail, running: "b",
+			wantStarted: []string{"b"}, wantPending: []string{"a", "c"},
+		},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			h, b := newBatchAdmitHarness(t, tc.policy)
+			b.err = unavailable
+			pods := []*v1.Pod{testPod("a", 1), testPod("b", 2), testPod("c", 3)}
+			if tc.running != "" {
+				uid := types.UID("uid-" + tc.running)
+				h.rt.pods[uid] = &kuberuntime.RunningPod{UID: uid, Name: tc.running, Namespace: "default", Managed: true}
+			}
+			h.k.HandlePodAdditions(context.Background(), pods)
+			if n, singles := len(b.batchLog()), h.ad.callLog(); n != 1 || len(singles) != 0 {
+				t.Errorf("%d AdmitPods and %v Admit calls, want one batch and nothing more", n, singles)
+			}
+			for _, name := range tc.wantStarted {
+				uid := types.UID("uid-" + name)
+				if !h.k.workers.IsKnown(uid) || h.k.isPendingAdmission(uid) {
+					t.Errorf("pod %s not started", name)
+				}
+			}
+			for _, name := range tc.wantPending {
+				uid := types.UID("uid-" + name)
+				if h.k.workers.IsKnown(uid) || !h.k.isPendingAdmission(uid) {
+					t.Errorf("pod %s not waiting for admission", name)
+					continue
+				}
+				s := h.status(t, uid)
+				if s.Phase != v1.PodPending || s.Reason != ReasonAdmissionUnavailable || s.Message != messageAdmissionUnavailable+unavailable.Error() {
+					t.Errorf("pod %s status %s/%s/%q", name, s.Phase, s.Reason, s.Message)
+				}
+			}
+		})
 	}
 }

@@ -20,10 +20,14 @@ import (
 // with the admission reason and no worker (rejectPod); a pod admission could
 // not decide on waits (waitForAdmission). Static pods go through admission
 // too, as in the kubelet; admission treats them as critical.
+//
+// Consecutive pods that need admission are admitted together (admitPods:
+// one call to a BatchAdmitter), with the same decisions as one by one.
 func (k *Kubelet) HandlePodAdditions(ctx context.Context, pods []*v1.Pod) {
 	sort.SliceStable(pods, func(i, j int) bool {
 		return pods[i].CreationTimestamp.Before(&pods[j].CreationTimestamp)
 	})
+	var toAdmit []*v1.Pod
 	for _, pod := range pods {
 		k.podManager.AddPod(pod)
 		k.mu.Lock()
@@ -35,12 +39,15 @@ func (k *Kubelet) HandlePodAdditions(ctx context.Context, pods []*v1.Pod) {
 		// before a restart) is not admitted again; its worker only
 		// confirms it is finished.
 		if pod.DeletionTimestamp == nil && !k.workers.IsKnown(pod.UID) && !isTerminalPhase(pod.Status.Phase) {
-			if k.canAdmitPod(ctx, pod) != admitted {
-				continue
-			}
+			toAdmit = append(toAdmit, pod)
+			continue
 		}
+		// The pods before this one are decided first, as one by one.
+		k.admitPods(ctx, toAdmit)
+		toAdmit = nil
 		k.startPod(pod)
 	}
+	k.admitPods(ctx, toAdmit)
 }
 
 // startPod hands an admitted pod to the prober and its worker.

@@ -1,0 +1,162 @@
+package admission
+
+import (
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"sync"
+
+	"connectrpc.com/connect"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	admissionv1 "github.com/splitlet/splitlet/proto/splitlet/admission/v1"
+)
+
+// activeSet is the client's half of sending the active pods by reference:
+// per pod UID, the encoding and SHA-256 digest of the pod object last seen
+// under that UID, and whether the server holds those bytes. An unchanged
+// pod is never encoded again (the config mux hands sync a new *v1.Pod
+// whenever a pod changes, so the pointer says whether it did), and bytes the
+// server holds are named by (uid, digest) alone, which makes a call's
+// request O(active pods) small references instead of O(active pods) full
+// pods encoded, sent and hashed again.
+//
+// It is safe for concurrent use; concurrent calls at worst send a pod in
+// full twice.
+type activeSet struct {
+	// marshal encodes a pod; tests count its calls.
+	marshal func(*v1.Pod) ([]byte, error)
+
+	mu    sync.Mutex
+	byUID map[types.UID]*encodedPod
+	// call numbers prepare's calls, to forget pods a call did not name.
+	call uint64
+}
+
+// encodedPod is one pod object's encoding.
+type encodedPod struct {
+	pod    *v1.Pod
+	raw    []byte
+	digest [sha256.Size]byte
+	// held: a call that sent or named these bytes succeeded, so the
+	// server has them (until it restarts: then it says so, see
+	// unknownActivePods).
+	held bool
+	// used is the last call that named the pod.
+	used uint64
+}
+
+func newActiveSet() *activeSet {
+	return &activeSet{marshal: (*v1.Pod).Marshal, byUID: map[types.UID]*encodedPod{}}
+}
+
+// prepared is one request's pods: the encodings of the pods to admit, the
+// references of the active pods, and every entry the request carries, to
+// acknowledge once the server answered.
+type prepared struct {
+	pods    [][]byte
+	active  []*admissionv1.ActivePod
+	entries []*encodedPod
+}
+
+// prepare encodes a request: pods in full, active by reference, in full
+// where the server is not known to hold the pod or resend names its UID.
+// Pods neither in pods nor in active are forgotten: they are no longer
+// active, and a pod that comes back is encoded afresh.
+func (s *activeSet) prepare(pods, active []*v1.Pod, resend map[types.UID]bool) (prepared, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.call++
+	out := prepared{
+		pods:    make([][]byte, 0, len(pods)),
+		active:  make([]*admissionv1.ActivePod, 0, len(active)),
+		entries: make([]*encodedPod, 0, len(pods)+len(active)),
+	}
+	for _, p := range pods {
+		e, err := s.encodeLocked(p)
+		if err != nil {
+			return prepared{}, fmt.Errorf("encode pod %s/%s: %w", p.Namespace, p.Name, err)
+		}
+		out.pods = append(out.pods, e.raw)
+		out.entries = append(out.entries, e)
+	}
+	for _, p := range active {
+		e, err := s.encodeLocked(p)
+		if err != nil {
+			return prepared{}, fmt.Errorf("encode active pod %s/%s: %w", p.Namespace, p.Name, err)
+		}
+		if resend[p.UID] {
+			e.held = false
+		}
+		ref := &admissionv1.ActivePod{Uid: string(p.UID), Digest: e.digest[:]}
+		if !e.held {
+			ref.Pod = e.raw
+		}
+		out.active = append(out.active, ref)
+		out.entries = append(out.entries, e)
+	}
+	// A sweep only when some entry was not named: the common call, with
+	// the same active set as the last, costs nothing more.
+	if len(s.byUID) > len(out.entries) {
+		for uid, e := range s.byUID {
+			if e.used != s.call {
+				delete(s.byUID, uid)
+			}
+		}
+	}
+	return out, nil
+}
+
+// encodeLocked returns pod's encoding, made only when pod is not the
+// object encoded last under its UID. A new object with the same bytes
+// keeps what the server holds.
+func (s *activeSet) encodeLocked(pod *v1.Pod) (*encodedPod, error) {
+	e := s.byUID[pod.UID]
+	if e == nil || e.pod != pod {
+		raw, err := s.marshal(pod)
+		if err != nil {
+			return nil, err
+		}
+		ne := &encodedPod{pod: pod, raw: raw, digest: sha256.Sum256(raw)}
+		if e != nil && e.digest == ne.digest {
+			ne.held = e.held
+		}
+		e = ne
+		s.byUID[pod.UID] = e
+	}
+	e.used = s.call
+	return e, nil
+}
+
+// acknowledge records that the server answered a request carrying
+// entries: it holds every one of them now (the pods to admit too: the
+// server keeps every pod it decodes).
+func (s *activeSet) acknowledge(p prepared) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, e := range p.entries {
+		e.held = true
+	}
+}
+
+// unknownActivePods returns the UIDs a FailedPrecondition error's
+// UnknownActivePods detail names: active pods referred to that the server
+// does not hold (it restarted). It returns nil for any other error.
+func unknownActivePods(err error) map[types.UID]bool {
+	var ce *connect.Error
+	if !errors.As(err, &ce) || ce.Code() != connect.CodeFailedPrecondition {
+		return nil
+	}
+	for _, d := range ce.Details() {
+		v, derr := d.Value()
+		if u, ok := v.(*admissionv1.UnknownActivePods); derr == nil && ok && len(u.GetUids()) > 0 {
+			uids := make(map[types.UID]bool, len(u.GetUids()))
+			for _, uid := range u.GetUids() {
+				uids[types.UID(uid)] = true
+			}
+			return uids
+		}
+	}
+	return nil
+}

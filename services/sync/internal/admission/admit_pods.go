@@ -1,0 +1,56 @@
+package admission
+
+import (
+	"context"
+	"fmt"
+
+	"connectrpc.com/connect"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	admissionv1 "github.com/splitlet/splitlet/proto/splitlet/admission/v1"
+	"github.com/splitlet/splitlet/services/sync/internal/syncloop"
+)
+
+// AdmitPods implements syncloop.BatchAdmitter with one AdmitPods call for
+// at most Options.MaxBatch of pods (the caller asks again for the rest),
+// the active pods by reference as in Admit. The server answers up to and
+// including the first pod with victims. Failures wrap
+// syncloop.ErrAdmissionUnavailable, as Admit's.
+func (c *Client) AdmitPods(ctx context.Context, pods []*v1.Pod, active []*v1.Pod) ([]syncloop.AdmitResult, error) {
+	pods = pods[:min(len(pods), c.opts.MaxBatch)]
+	var resend map[types.UID]bool
+	for {
+		req, err := c.active.prepare(pods, active, resend)
+		if err != nil {
+			return nil, err
+		}
+		resp, err := c.admitPods(ctx, &admissionv1.AdmitPodsRequest{Pods: req.pods, Active: req.active})
+		if err != nil {
+			if missing := unknownActivePods(err); missing != nil && resend == nil {
+				resend = missing
+				continue
+			}
+			return nil, c.unavailable(err)
+		}
+		if len(resp.GetResults()) == 0 || len(resp.GetResults()) > len(pods) {
+			return nil, c.unavailable(fmt.Errorf("%d answers for %d pods", len(resp.GetResults()), len(pods)))
+		}
+		c.active.acknowledge(req)
+		out := make([]syncloop.AdmitResult, len(resp.GetResults()))
+		for i, r := range resp.GetResults() {
+			out[i] = admitResult(r)
+		}
+		return out, nil
+	}
+}
+
+func (c *Client) admitPods(ctx context.Context, req *admissionv1.AdmitPodsRequest) (*admissionv1.AdmitPodsResponse, error) {
+	ctx, cancel := context.WithTimeout(ctx, c.opts.Timeout)
+	defer cancel()
+	resp, err := c.svc.AdmitPods(ctx, connect.NewRequest(req))
+	if err != nil {
+		return nil, err
+	}
+	return resp.Msg, nil
+}
