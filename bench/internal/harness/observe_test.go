@@ -8,11 +8,13 @@ import (
 	"testing"
 	"time"
 
+	"connectrpc.com/connect"
 	"google.golang.org/grpc"
 	"google.golang.org/protobuf/types/known/structpb"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	podv1 "github.com/splitlet/splitlet/proto/splitlet/pod/v1"
+	"github.com/splitlet/splitlet/proto/splitlet/pod/v1/podv1connect"
 )
 
 // podStruct builds a watch event's pod from its JSON form.
@@ -245,5 +247,41 @@ func TestCRIObserverRelistMarksRemovedAsStopped(t *testing.T) {
 		if _, ok := o.started.get(name); !ok {
 			t.Errorf("%s not marked started", name)
 		}
+	}
+}
+
+// listPods answers List with pods of the given names; the embedded nil
+// interface panics on any other call.
+type listPods struct {
+	podv1connect.PodServiceClient
+	names []string
+}
+
+func (l listPods) List(context.Context, *connect.Request[podv1.ListRequest]) (*connect.Response[podv1.ListResponse], error) {
+	resp := &podv1.ListResponse{}
+	for _, n := range l.names {
+		resp.Pods = append(resp.Pods, &structpb.Struct{Fields: map[string]*structpb.Value{
+			"metadata": structpb.NewStructValue(&structpb.Struct{Fields: map[string]*structpb.Value{"name": structpb.NewStringValue(n)}}),
+		}})
+	}
+	return connect.NewResponse(resp), nil
+}
+
+func TestPodObserverMarksVanishedAfterRewatch(t *testing.T) {
+	o := newPodObserver(listPods{names: []string{"kept"}})
+	for _, name := range []string{"kept", "deleted-unseen"} {
+		o.seen.mark(name, time.Unix(1, 0))
+	}
+	if err := o.markVanished(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := o.gone.get("deleted-unseen"); !ok {
+		t.Error("a pod seen before and no longer listed is not marked gone")
+	}
+	if _, ok := o.gone.get("kept"); ok {
+		t.Error("a listed pod is marked gone")
+	}
+	if _, ok := o.gone.get("never-seen"); ok {
+		t.Error("a pod never seen is marked gone")
 	}
 }

@@ -31,10 +31,13 @@ type podObserver struct {
 	client  podv1connect.PodServiceClient
 	running *tracker
 	gone    *tracker
+	// seen holds every pod a watch event named, so that pods deleted
+	// while no watch was open can be told apart (markVanished).
+	seen *tracker
 }
 
 func newPodObserver(client podv1connect.PodServiceClient) *podObserver {
-	return &podObserver{client: client, running: newTracker(), gone: newTracker()}
+	return &podObserver{client: client, running: newTracker(), gone: newTracker(), seen: newTracker()}
 }
 
 // run watches until ctx ends; subscribed is closed once the first watch has
@@ -56,6 +59,8 @@ func (o *podObserver) run(ctx context.Context, subscribed chan<- struct{}) {
 		if first {
 			first = false
 			close(subscribed)
+		} else if err := o.markVanished(ctx); err != nil && ctx.Err() == nil {
+			logFrom(ctx).Warn("list after re-watch", zap.Error(err))
 		}
 		for stream.Receive() {
 			o.handle(stream.Msg(), time.Now())
@@ -67,12 +72,36 @@ func (o *podObserver) run(ctx context.Context, subscribed chan<- struct{}) {
 	}
 }
 
+// markVanished marks gone every pod seen earlier that is no longer listed:
+// a watch sync ended (the watcher fell behind) missed their DELETED events,
+// and the new watch starts with the pods that exist. It is called after the
+// new watch is open, so a pod listed here is either still there or its
+// deletion reaches the new watch.
+func (o *podObserver) markVanished(ctx context.Context) error {
+	resp, err := o.client.List(ctx, connect.NewRequest(&podv1.ListRequest{}))
+	if err != nil {
+		return err
+	}
+	now := time.Now()
+	listed := map[string]bool{}
+	for _, pod := range resp.Msg.GetPods() {
+		listed[field(pod, "metadata", "name").GetStringValue()] = true
+	}
+	for _, name := range o.seen.names() {
+		if !listed[name] {
+			o.gone.mark(name, now)
+		}
+	}
+	return nil
+}
+
 func (o *podObserver) handle(ev *podv1.WatchResponse, now time.Time) {
 	pod := ev.GetPod()
 	if pod == nil {
 		return // the headers-only first message
 	}
 	name := field(pod, "metadata", "name").GetStringValue()
+	o.seen.mark(name, now)
 	if ev.GetType() == podv1.WatchEventType_WATCH_EVENT_TYPE_DELETED {
 		o.gone.mark(name, now)
 		return
