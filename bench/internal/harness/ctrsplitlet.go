@@ -49,9 +49,7 @@ func runSplitletCtr(ctx context.Context, cfg CtrConfig, rt runtimeapi.RuntimeSer
 	var procs []*process
 	var runs []SideRun
 	defer func() {
-		for i := len(procs) - 1; i >= 0; i-- {
-			procs[i].stop(10 * time.Second)
-		}
+		stopAll(procs, 10*time.Second)
 		clean := cleanRuntime(ctx, rt)
 		ok := clean == nil
 		for i := range runs {

@@ -28,9 +28,7 @@ func runKubelet(ctx context.Context, cfg Config, n int) (r Result) {
 	defer cleanup(ctx, cfg, &r)
 	var procs []*process
 	defer func() {
-		for i := len(procs) - 1; i >= 0; i-- {
-			procs[i].stop(15 * time.Second)
-		}
+		stopAll(procs, 15*time.Second)
 	}()
 
 	gw, conn, socket, err := startGateway(ctx, cfg, dir, dir)

@@ -101,6 +101,14 @@ func (p *process) waitReady(ctx context.Context, timeout time.Duration, check fu
 	}
 }
 
+// stopAll stops procs in the reverse of their start order (sync before the
+// gateway it calls), each with grace before it is killed.
+func stopAll(procs []*process, grace time.Duration) {
+	for i := len(procs) - 1; i >= 0; i-- {
+		procs[i].stop(grace)
+	}
+}
+
 // httpOK is a readiness check: GET url answers 200.
 func httpOK(url string) func(context.Context) error {
 	return func(ctx context.Context) error {

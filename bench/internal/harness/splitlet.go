@@ -34,9 +34,7 @@ func runSplitlet(ctx context.Context, cfg Config, n int) (r Result) {
 	defer cleanup(ctx, cfg, &r)
 	var procs []*process
 	defer func() {
-		for i := len(procs) - 1; i >= 0; i-- {
-			procs[i].stop(10 * time.Second)
-		}
+		stopAll(procs, 10*time.Second)
 	}()
 
 	gw, conn, socket, err := startGateway(ctx, cfg, dir, dir)
