@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"strconv"
 	"strings"
@@ -82,6 +83,13 @@ type Config struct {
 	// Profiling serves Go's pprof handlers under /debug/pprof/ next to
 	// /metrics (the kubelet's enableProfilingHandler).
 	Profiling bool
+	// ClusterDNS are the cluster DNS server IPs given to ClusterFirst pods
+	// (the kubelet's --cluster-dns); empty makes them fall back to the
+	// node's resolv.conf, as in the kubelet.
+	ClusterDNS []string
+	// ClusterDomain is the cluster's DNS domain (the kubelet's
+	// --cluster-domain), searched by ClusterFirst pods.
+	ClusterDomain string
 }
 
 // hidden flags are parsed but left out of the usage text.
@@ -92,7 +100,7 @@ var hidden = map[string]bool{"crashloop-backoff-base": true, "crashloop-backoff-
 func Parse(args []string, output io.Writer) (Config, error) {
 	host, _ := os.Hostname()
 	cfg := Config{}
-	var nodeIPs, level string
+	var nodeIPs, level, clusterDNS string
 	fs := flag.NewFlagSet("splitlet-sync", flag.ContinueOnError)
 	fs.SetOutput(output)
 	fs.Usage = func() {
@@ -123,6 +131,8 @@ func Parse(args []string, output io.Writer) (Config, error) {
 	fs.StringVar(&cfg.AdmissionFailurePolicy, "admission-failure-policy", "Fail", "when admission cannot be asked: Fail keeps new pods Pending (reason AdmissionUnavailable) and retries, Ignore admits them")
 	fs.StringVar(&cfg.Kubeconfig, "kubeconfig", "", "kubeconfig of a Kubernetes API server: run the pods bound to --node-name and write their status back; empty disables the API server source")
 	fs.BoolVar(&cfg.Profiling, "profiling", false, "serve Go's pprof profiles under /debug/pprof/ wherever /metrics is served")
+	fs.StringVar(&clusterDNS, "cluster-dns", "", "comma-separated IPs of the cluster DNS servers for pods with dnsPolicy ClusterFirst (the kubelet's --cluster-dns); empty: such pods use the node's resolv.conf")
+	fs.StringVar(&cfg.ClusterDomain, "cluster-domain", "", "the cluster's DNS domain, e.g. cluster.local, searched by ClusterFirst pods (the kubelet's --cluster-domain)")
 	registerNode := fs.String("register-node", "", "register --node-name as a Node with a Lease in kube-node-lease (true or false; default true when --kubeconfig is set)")
 	nodeLabels := fs.String("node-labels", "", "comma-separated key=value labels added to the registered Node")
 	if err := fs.Parse(args); err != nil {
@@ -136,6 +146,14 @@ func Parse(args []string, output io.Writer) (Config, error) {
 	}
 	if nodeIPs != "" {
 		cfg.NodeIPs = strings.Split(nodeIPs, ",")
+	}
+	if clusterDNS != "" {
+		for _, ip := range strings.Split(clusterDNS, ",") {
+			if net.ParseIP(ip) == nil {
+				return Config{}, fmt.Errorf("--cluster-dns: %q is not an IP address", ip)
+			}
+			cfg.ClusterDNS = append(cfg.ClusterDNS, ip)
+		}
 	}
 	cfg.RegisterNode = cfg.Kubeconfig != ""
 	if *registerNode != "" {

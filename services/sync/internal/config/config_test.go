@@ -45,6 +45,13 @@ func TestParse(t *testing.T) {
 		{desc: "register-node without kubeconfig stays off", args: []string{"--register-node=true"}, check: func(c Config) bool {
 			return !c.RegisterNode
 		}},
+		{desc: "cluster DNS off by default", args: []string{"--node-name=n"}, check: func(c Config) bool {
+			return len(c.ClusterDNS) == 0 && c.ClusterDomain == ""
+		}},
+		{desc: "cluster DNS and domain", args: []string{"--cluster-dns=10.96.0.10,fd00::a", "--cluster-domain=cluster.local"}, check: func(c Config) bool {
+			return len(c.ClusterDNS) == 2 && c.ClusterDNS[0] == "10.96.0.10" && c.ClusterDNS[1] == "fd00::a" && c.ClusterDomain == "cluster.local"
+		}},
+		{desc: "cluster DNS not an IP", args: []string{"--cluster-dns=kube-dns"}, wantErr: `--cluster-dns: "kube-dns" is not an IP address`},
 		{desc: "bad node label", args: []string{"--node-labels=nokey"}, wantErr: "--node-labels"},
 		{desc: "bad admission failure policy", args: []string{"--admission-failure-policy=fail"}, wantErr: "--admission-failure-policy must be Fail or Ignore"},
 		{desc: "zero admission timeout", args: []string{"--admission-timeout=0s"}, wantErr: "--admission-timeout must be positive"},

@@ -81,11 +81,14 @@ func Run(ctx context.Context, cfg config.Config) error {
 	podConfig := source.NewPodConfig(sources...)
 	pods := podmanager.New()
 
+	if len(cfg.ClusterDNS) == 0 {
+		log.Warn("no --cluster-dns: pods with dnsPolicy ClusterFirst fall back to the node's resolv.conf, as the kubelet's do")
+	}
 	recorder := events.New(ctx, events.Options{NodeName: cfg.NodeName})
 	curve := backoff.Config{Initial: cfg.BackOffBase, Max: cfg.BackOffMax}
 	podsDir := filepath.Join(cfg.StateDir, "pods")
 	runtimeManager := kuberuntime.NewManager(rt, images, kuberuntime.ManagerOptions{
-		Sandbox: kuberuntime.SandboxOptions{PodLogsRoot: cfg.PodLogsRoot, NodeIPs: cfg.NodeIPs},
+		Sandbox: kuberuntime.SandboxOptions{PodLogsRoot: cfg.PodLogsRoot, NodeIPs: cfg.NodeIPs, ClusterDNS: cfg.ClusterDNS, ClusterDomain: cfg.ClusterDomain},
 		Container: kuberuntime.ContainerOptions{
 			EnvOptions:            kuberuntime.EnvOptions{HostIPs: cfg.NodeIPs},
 			PodLogsRoot:           cfg.PodLogsRoot,

@@ -529,7 +529,10 @@ func podDNSConfig(ctx context.Context, pod *v1.Pod, opts SandboxOptions) (*runti
 			dns.Options = append([]string(nil), defaultDNSOptions...)
 			break
 		}
-		log.Warn("no cluster DNS configured, pod with ClusterFirst DNS policy falls back to Default")
+		// The kubelet records a MissingClusterDNS event per pod; sync
+		// warns once at startup (daemon.Run) and notes it here only at
+		// debug, so a burst of pods is not a burst of warnings.
+		log.Debug("no cluster DNS configured, pod with ClusterFirst DNS policy falls back to Default")
 		fallthrough
 	case podDNSHost:
 		if opts.NoResolvConf {
