@@ -76,6 +76,65 @@ func (ApplyAction) EnumDescriptor() ([]byte, []int) {
 	return file_splitlet_pod_v1_pod_proto_rawDescGZIP(), []int{0}
 }
 
+// WatchEncoding chooses how a WatchResponse carries its pod, as a client of
+// the Kubernetes API server chooses between application/json and
+// application/vnd.kubernetes.protobuf. Any other value is refused with
+// InvalidArgument.
+type WatchEncoding int32
+
+const (
+	// WatchResponse.pod is set: a google.protobuf.Struct of the pod's core/v1
+	// JSON form (apiVersion and kind included). The default.
+	WatchEncoding_WATCH_ENCODING_UNSPECIFIED WatchEncoding = 0
+	// The same as WATCH_ENCODING_UNSPECIFIED, asked for by name.
+	WatchEncoding_WATCH_ENCODING_STRUCT WatchEncoding = 1
+	// WatchResponse.pod_protobuf is set and WatchResponse.pod is not: the pod
+	// in Kubernetes' protobuf encoding. It costs the server a fraction of the
+	// Struct and suits watchers that decode into k8s.io/api/core/v1.Pod.
+	WatchEncoding_WATCH_ENCODING_KUBERNETES_PROTOBUF WatchEncoding = 2
+)
+
+// Enum value maps for WatchEncoding.
+var (
+	WatchEncoding_name = map[int32]string{
+		0: "WATCH_ENCODING_UNSPECIFIED",
+		1: "WATCH_ENCODING_STRUCT",
+		2: "WATCH_ENCODING_KUBERNETES_PROTOBUF",
+	}
+	WatchEncoding_value = map[string]int32{
+		"WATCH_ENCODING_UNSPECIFIED":         0,
+		"WATCH_ENCODING_STRUCT":              1,
+		"WATCH_ENCODING_KUBERNETES_PROTOBUF": 2,
+	}
+)
+
+func (x WatchEncoding) Enum() *WatchEncoding {
+	p := new(WatchEncoding)
+	*p = x
+	return p
+}
+
+func (x WatchEncoding) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (WatchEncoding) Descriptor() protoreflect.EnumDescriptor {
+	return file_splitlet_pod_v1_pod_proto_enumTypes[1].Descriptor()
+}
+
+func (WatchEncoding) Type() protoreflect.EnumType {
+	return &file_splitlet_pod_v1_pod_proto_enumTypes[1]
+}
+
+func (x WatchEncoding) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use WatchEncoding.Descriptor instead.
+func (WatchEncoding) EnumDescriptor() ([]byte, []int) {
+	return file_splitlet_pod_v1_pod_proto_rawDescGZIP(), []int{1}
+}
+
 // WatchEventType is the Kubernetes watch event type.
 type WatchEventType int32
 
@@ -113,11 +172,11 @@ func (x WatchEventType) String() string {
 }
 
 func (WatchEventType) Descriptor() protoreflect.EnumDescriptor {
-	return file_splitlet_pod_v1_pod_proto_enumTypes[1].Descriptor()
+	return file_splitlet_pod_v1_pod_proto_enumTypes[2].Descriptor()
 }
 
 func (WatchEventType) Type() protoreflect.EnumType {
-	return &file_splitlet_pod_v1_pod_proto_enumTypes[1]
+	return &file_splitlet_pod_v1_pod_proto_enumTypes[2]
 }
 
 func (x WatchEventType) Number() protoreflect.EnumNumber {
@@ -126,7 +185,7 @@ func (x WatchEventType) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use WatchEventType.Descriptor instead.
 func (WatchEventType) EnumDescriptor() ([]byte, []int) {
-	return file_splitlet_pod_v1_pod_proto_rawDescGZIP(), []int{1}
+	return file_splitlet_pod_v1_pod_proto_rawDescGZIP(), []int{2}
 }
 
 type ApplyRequest struct {
@@ -602,6 +661,9 @@ type WatchRequest struct {
 	// Only this pod, when set.
 	Name          string `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
 	LabelSelector string `protobuf:"bytes,3,opt,name=label_selector,json=labelSelector,proto3" json:"label_selector,omitempty"`
+	// How WatchResponse carries the pod. The zero value keeps the Struct, so
+	// clients that do not set it (splitctl, curl) see no change.
+	Encoding      WatchEncoding `protobuf:"varint,4,opt,name=encoding,proto3,enum=splitlet.pod.v1.WatchEncoding" json:"encoding,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -657,10 +719,25 @@ func (x *WatchRequest) GetLabelSelector() string {
 	return ""
 }
 
+func (x *WatchRequest) GetEncoding() WatchEncoding {
+	if x != nil {
+		return x.Encoding
+	}
+	return WatchEncoding_WATCH_ENCODING_UNSPECIFIED
+}
+
 type WatchResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Type          WatchEventType         `protobuf:"varint,1,opt,name=type,proto3,enum=splitlet.pod.v1.WatchEventType" json:"type,omitempty"`
-	Pod           *structpb.Struct       `protobuf:"bytes,2,opt,name=pod,proto3" json:"pod,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Type  WatchEventType         `protobuf:"varint,1,opt,name=type,proto3,enum=splitlet.pod.v1.WatchEventType" json:"type,omitempty"`
+	// The pod, for WATCH_ENCODING_UNSPECIFIED and WATCH_ENCODING_STRUCT.
+	Pod *structpb.Struct `protobuf:"bytes,2,opt,name=pod,proto3" json:"pod,omitempty"`
+	// The pod, for WATCH_ENCODING_KUBERNETES_PROTOBUF: the message Pod of
+	// k8s.io/api/core/v1/generated.proto (in Go, k8s.io/api/core/v1.Pod's
+	// Marshal; decode with (&v1.Pod{}).Unmarshal). It is the bare message,
+	// without the API server's "k8s\x00" + runtime.Unknown envelope, so it holds
+	// no TypeMeta: apiVersion is always "v1" and kind "Pod", and a decoder
+	// sets them itself if it needs them.
+	PodProtobuf   []byte `protobuf:"bytes,3,opt,name=pod_protobuf,json=podProtobuf,proto3" json:"pod_protobuf,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -705,6 +782,13 @@ func (x *WatchResponse) GetType() WatchEventType {
 func (x *WatchResponse) GetPod() *structpb.Struct {
 	if x != nil {
 		return x.Pod
+	}
+	return nil
+}
+
+func (x *WatchResponse) GetPodProtobuf() []byte {
+	if x != nil {
+		return x.PodProtobuf
 	}
 	return nil
 }
@@ -1279,14 +1363,16 @@ const file_splitlet_pod_v1_pod_proto_rawDesc = "" +
 	"\tnamespace\x18\x01 \x01(\tR\tnamespace\x12%\n" +
 	"\x0elabel_selector\x18\x02 \x01(\tR\rlabelSelector\";\n" +
 	"\fListResponse\x12+\n" +
-	"\x04pods\x18\x01 \x03(\v2\x17.google.protobuf.StructR\x04pods\"g\n" +
+	"\x04pods\x18\x01 \x03(\v2\x17.google.protobuf.StructR\x04pods\"\xa3\x01\n" +
 	"\fWatchRequest\x12\x1c\n" +
 	"\tnamespace\x18\x01 \x01(\tR\tnamespace\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12%\n" +
-	"\x0elabel_selector\x18\x03 \x01(\tR\rlabelSelector\"o\n" +
+	"\x0elabel_selector\x18\x03 \x01(\tR\rlabelSelector\x12:\n" +
+	"\bencoding\x18\x04 \x01(\x0e2\x1e.splitlet.pod.v1.WatchEncodingR\bencoding\"\x92\x01\n" +
 	"\rWatchResponse\x123\n" +
 	"\x04type\x18\x01 \x01(\x0e2\x1f.splitlet.pod.v1.WatchEventTypeR\x04type\x12)\n" +
-	"\x03pod\x18\x02 \x01(\v2\x17.google.protobuf.StructR\x03pod\"Y\n" +
+	"\x03pod\x18\x02 \x01(\v2\x17.google.protobuf.StructR\x03pod\x12!\n" +
+	"\fpod_protobuf\x18\x03 \x01(\fR\vpodProtobuf\"Y\n" +
 	"\rEventsRequest\x12\x1c\n" +
 	"\tnamespace\x18\x01 \x01(\tR\tnamespace\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x16\n" +
@@ -1338,7 +1424,11 @@ const file_splitlet_pod_v1_pod_proto_rawDesc = "" +
 	"\x18APPLY_ACTION_UNSPECIFIED\x10\x00\x12\x18\n" +
 	"\x14APPLY_ACTION_CREATED\x10\x01\x12\x1b\n" +
 	"\x17APPLY_ACTION_CONFIGURED\x10\x02\x12\x1a\n" +
-	"\x16APPLY_ACTION_UNCHANGED\x10\x03*\x8b\x01\n" +
+	"\x16APPLY_ACTION_UNCHANGED\x10\x03*r\n" +
+	"\rWatchEncoding\x12\x1e\n" +
+	"\x1aWATCH_ENCODING_UNSPECIFIED\x10\x00\x12\x19\n" +
+	"\x15WATCH_ENCODING_STRUCT\x10\x01\x12&\n" +
+	"\"WATCH_ENCODING_KUBERNETES_PROTOBUF\x10\x02*\x8b\x01\n" +
 	"\x0eWatchEventType\x12 \n" +
 	"\x1cWATCH_EVENT_TYPE_UNSPECIFIED\x10\x00\x12\x1a\n" +
 	"\x16WATCH_EVENT_TYPE_ADDED\x10\x01\x12\x1d\n" +
@@ -1369,66 +1459,68 @@ func file_splitlet_pod_v1_pod_proto_rawDescGZIP() []byte {
 	return file_splitlet_pod_v1_pod_proto_rawDescData
 }
 
-var file_splitlet_pod_v1_pod_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
+var file_splitlet_pod_v1_pod_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
 var file_splitlet_pod_v1_pod_proto_msgTypes = make([]protoimpl.MessageInfo, 19)
 var file_splitlet_pod_v1_pod_proto_goTypes = []any{
 	(ApplyAction)(0),              // 0: splitlet.pod.v1.ApplyAction
-	(WatchEventType)(0),           // 1: splitlet.pod.v1.WatchEventType
-	(*ApplyRequest)(nil),          // 2: splitlet.pod.v1.ApplyRequest
-	(*AppliedPod)(nil),            // 3: splitlet.pod.v1.AppliedPod
-	(*ApplyResponse)(nil),         // 4: splitlet.pod.v1.ApplyResponse
-	(*DeleteRequest)(nil),         // 5: splitlet.pod.v1.DeleteRequest
-	(*DeleteResponse)(nil),        // 6: splitlet.pod.v1.DeleteResponse
-	(*GetRequest)(nil),            // 7: splitlet.pod.v1.GetRequest
-	(*GetResponse)(nil),           // 8: splitlet.pod.v1.GetResponse
-	(*ListRequest)(nil),           // 9: splitlet.pod.v1.ListRequest
-	(*ListResponse)(nil),          // 10: splitlet.pod.v1.ListResponse
-	(*WatchRequest)(nil),          // 11: splitlet.pod.v1.WatchRequest
-	(*WatchResponse)(nil),         // 12: splitlet.pod.v1.WatchResponse
-	(*EventsRequest)(nil),         // 13: splitlet.pod.v1.EventsRequest
-	(*EventsResponse)(nil),        // 14: splitlet.pod.v1.EventsResponse
-	(*LogsRequest)(nil),           // 15: splitlet.pod.v1.LogsRequest
-	(*LogsResponse)(nil),          // 16: splitlet.pod.v1.LogsResponse
-	(*ExecSyncRequest)(nil),       // 17: splitlet.pod.v1.ExecSyncRequest
-	(*ExecSyncResponse)(nil),      // 18: splitlet.pod.v1.ExecSyncResponse
-	(*ExecRequest)(nil),           // 19: splitlet.pod.v1.ExecRequest
-	(*ExecResponse)(nil),          // 20: splitlet.pod.v1.ExecResponse
-	(*structpb.Struct)(nil),       // 21: google.protobuf.Struct
-	(*timestamppb.Timestamp)(nil), // 22: google.protobuf.Timestamp
+	(WatchEncoding)(0),            // 1: splitlet.pod.v1.WatchEncoding
+	(WatchEventType)(0),           // 2: splitlet.pod.v1.WatchEventType
+	(*ApplyRequest)(nil),          // 3: splitlet.pod.v1.ApplyRequest
+	(*AppliedPod)(nil),            // 4: splitlet.pod.v1.AppliedPod
+	(*ApplyResponse)(nil),         // 5: splitlet.pod.v1.ApplyResponse
+	(*DeleteRequest)(nil),         // 6: splitlet.pod.v1.DeleteRequest
+	(*DeleteResponse)(nil),        // 7: splitlet.pod.v1.DeleteResponse
+	(*GetRequest)(nil),            // 8: splitlet.pod.v1.GetRequest
+	(*GetResponse)(nil),           // 9: splitlet.pod.v1.GetResponse
+	(*ListRequest)(nil),           // 10: splitlet.pod.v1.ListRequest
+	(*ListResponse)(nil),          // 11: splitlet.pod.v1.ListResponse
+	(*WatchRequest)(nil),          // 12: splitlet.pod.v1.WatchRequest
+	(*WatchResponse)(nil),         // 13: splitlet.pod.v1.WatchResponse
+	(*EventsRequest)(nil),         // 14: splitlet.pod.v1.EventsRequest
+	(*EventsResponse)(nil),        // 15: splitlet.pod.v1.EventsResponse
+	(*LogsRequest)(nil),           // 16: splitlet.pod.v1.LogsRequest
+	(*LogsResponse)(nil),          // 17: splitlet.pod.v1.LogsResponse
+	(*ExecSyncRequest)(nil),       // 18: splitlet.pod.v1.ExecSyncRequest
+	(*ExecSyncResponse)(nil),      // 19: splitlet.pod.v1.ExecSyncResponse
+	(*ExecRequest)(nil),           // 20: splitlet.pod.v1.ExecRequest
+	(*ExecResponse)(nil),          // 21: splitlet.pod.v1.ExecResponse
+	(*structpb.Struct)(nil),       // 22: google.protobuf.Struct
+	(*timestamppb.Timestamp)(nil), // 23: google.protobuf.Timestamp
 }
 var file_splitlet_pod_v1_pod_proto_depIdxs = []int32{
 	0,  // 0: splitlet.pod.v1.AppliedPod.action:type_name -> splitlet.pod.v1.ApplyAction
-	3,  // 1: splitlet.pod.v1.ApplyResponse.pods:type_name -> splitlet.pod.v1.AppliedPod
-	21, // 2: splitlet.pod.v1.DeleteResponse.pod:type_name -> google.protobuf.Struct
-	21, // 3: splitlet.pod.v1.GetResponse.pod:type_name -> google.protobuf.Struct
-	21, // 4: splitlet.pod.v1.ListResponse.pods:type_name -> google.protobuf.Struct
-	1,  // 5: splitlet.pod.v1.WatchResponse.type:type_name -> splitlet.pod.v1.WatchEventType
-	21, // 6: splitlet.pod.v1.WatchResponse.pod:type_name -> google.protobuf.Struct
-	21, // 7: splitlet.pod.v1.EventsResponse.events:type_name -> google.protobuf.Struct
-	22, // 8: splitlet.pod.v1.LogsRequest.since_time:type_name -> google.protobuf.Timestamp
-	2,  // 9: splitlet.pod.v1.PodService.Apply:input_type -> splitlet.pod.v1.ApplyRequest
-	5,  // 10: splitlet.pod.v1.PodService.Delete:input_type -> splitlet.pod.v1.DeleteRequest
-	7,  // 11: splitlet.pod.v1.PodService.Get:input_type -> splitlet.pod.v1.GetRequest
-	9,  // 12: splitlet.pod.v1.PodService.List:input_type -> splitlet.pod.v1.ListRequest
-	11, // 13: splitlet.pod.v1.PodService.Watch:input_type -> splitlet.pod.v1.WatchRequest
-	13, // 14: splitlet.pod.v1.PodService.Events:input_type -> splitlet.pod.v1.EventsRequest
-	15, // 15: splitlet.pod.v1.PodService.Logs:input_type -> splitlet.pod.v1.LogsRequest
-	17, // 16: splitlet.pod.v1.PodService.ExecSync:input_type -> splitlet.pod.v1.ExecSyncRequest
-	19, // 17: splitlet.pod.v1.PodService.Exec:input_type -> splitlet.pod.v1.ExecRequest
-	4,  // 18: splitlet.pod.v1.PodService.Apply:output_type -> splitlet.pod.v1.ApplyResponse
-	6,  // 19: splitlet.pod.v1.PodService.Delete:output_type -> splitlet.pod.v1.DeleteResponse
-	8,  // 20: splitlet.pod.v1.PodService.Get:output_type -> splitlet.pod.v1.GetResponse
-	10, // 21: splitlet.pod.v1.PodService.List:output_type -> splitlet.pod.v1.ListResponse
-	12, // 22: splitlet.pod.v1.PodService.Watch:output_type -> splitlet.pod.v1.WatchResponse
-	14, // 23: splitlet.pod.v1.PodService.Events:output_type -> splitlet.pod.v1.EventsResponse
-	16, // 24: splitlet.pod.v1.PodService.Logs:output_type -> splitlet.pod.v1.LogsResponse
-	18, // 25: splitlet.pod.v1.PodService.ExecSync:output_type -> splitlet.pod.v1.ExecSyncResponse
-	20, // 26: splitlet.pod.v1.PodService.Exec:output_type -> splitlet.pod.v1.ExecResponse
-	18, // [18:27] is the sub-list for method output_type
-	9,  // [9:18] is the sub-list for method input_type
-	9,  // [9:9] is the sub-list for extension type_name
-	9,  // [9:9] is the sub-list for extension extendee
-	0,  // [0:9] is the sub-list for field type_name
+	4,  // 1: splitlet.pod.v1.ApplyResponse.pods:type_name -> splitlet.pod.v1.AppliedPod
+	22, // 2: splitlet.pod.v1.DeleteResponse.pod:type_name -> google.protobuf.Struct
+	22, // 3: splitlet.pod.v1.GetResponse.pod:type_name -> google.protobuf.Struct
+	22, // 4: splitlet.pod.v1.ListResponse.pods:type_name -> google.protobuf.Struct
+	1,  // 5: splitlet.pod.v1.WatchRequest.encoding:type_name -> splitlet.pod.v1.WatchEncoding
+	2,  // 6: splitlet.pod.v1.WatchResponse.type:type_name -> splitlet.pod.v1.WatchEventType
+	22, // 7: splitlet.pod.v1.WatchResponse.pod:type_name -> google.protobuf.Struct
+	22, // 8: splitlet.pod.v1.EventsResponse.events:type_name -> google.protobuf.Struct
+	23, // 9: splitlet.pod.v1.LogsRequest.since_time:type_name -> google.protobuf.Timestamp
+	3,  // 10: splitlet.pod.v1.PodService.Apply:input_type -> splitlet.pod.v1.ApplyRequest
+	6,  // 11: splitlet.pod.v1.PodService.Delete:input_type -> splitlet.pod.v1.DeleteRequest
+	8,  // 12: splitlet.pod.v1.PodService.Get:input_type -> splitlet.pod.v1.GetRequest
+	10, // 13: splitlet.pod.v1.PodService.List:input_type -> splitlet.pod.v1.ListRequest
+	12, // 14: splitlet.pod.v1.PodService.Watch:input_type -> splitlet.pod.v1.WatchRequest
+	14, // 15: splitlet.pod.v1.PodService.Events:input_type -> splitlet.pod.v1.EventsRequest
+	16, // 16: splitlet.pod.v1.PodService.Logs:input_type -> splitlet.pod.v1.LogsRequest
+	18, // 17: splitlet.pod.v1.PodService.ExecSync:input_type -> splitlet.pod.v1.ExecSyncRequest
+	20, // 18: splitlet.pod.v1.PodService.Exec:input_type -> splitlet.pod.v1.ExecRequest
+	5,  // 19: splitlet.pod.v1.PodService.Apply:output_type -> splitlet.pod.v1.ApplyResponse
+	7,  // 20: splitlet.pod.v1.PodService.Delete:output_type -> splitlet.pod.v1.DeleteResponse
+	9,  // 21: splitlet.pod.v1.PodService.Get:output_type -> splitlet.pod.v1.GetResponse
+	11, // 22: splitlet.pod.v1.PodService.List:output_type -> splitlet.pod.v1.ListResponse
+	13, // 23: splitlet.pod.v1.PodService.Watch:output_type -> splitlet.pod.v1.WatchResponse
+	15, // 24: splitlet.pod.v1.PodService.Events:output_type -> splitlet.pod.v1.EventsResponse
+	17, // 25: splitlet.pod.v1.PodService.Logs:output_type -> splitlet.pod.v1.LogsResponse
+	19, // 26: splitlet.pod.v1.PodService.ExecSync:output_type -> splitlet.pod.v1.ExecSyncResponse
+	21, // 27: splitlet.pod.v1.PodService.Exec:output_type -> splitlet.pod.v1.ExecResponse
+	19, // [19:28] is the sub-list for method output_type
+	10, // [10:19] is the sub-list for method input_type
+	10, // [10:10] is the sub-list for extension type_name
+	10, // [10:10] is the sub-list for extension extendee
+	0,  // [0:10] is the sub-list for field type_name
 }
 
 func init() { file_splitlet_pod_v1_pod_proto_init() }
@@ -1443,7 +1535,7 @@ func file_splitlet_pod_v1_pod_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_splitlet_pod_v1_pod_proto_rawDesc), len(file_splitlet_pod_v1_pod_proto_rawDesc)),
-			NumEnums:      2,
+			NumEnums:      3,
 			NumMessages:   19,
 			NumExtensions: 0,
 			NumServices:   1,

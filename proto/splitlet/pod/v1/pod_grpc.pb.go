@@ -42,7 +42,9 @@ const (
 // Connect's JSON protocol; with JSON, pods and events read as the Kubernetes
 // objects they are (curl shows a Pod exactly as kubectl get -o json would).
 // Pods and events travel as google.protobuf.Struct holding the core/v1 object's
-// JSON form, which keeps every field.
+// JSON form, which keeps every field; Watch can instead carry each pod in
+// Kubernetes' protobuf encoding (WatchRequest.encoding), which is much
+// cheaper to produce and to read for watchers that decode core/v1 Pods.
 type PodServiceClient interface {
 	// Apply creates or updates the pods of a manifest. The whole manifest is
 	// decoded, defaulted and validated first; if any pod is invalid nothing is
@@ -204,7 +206,9 @@ func (c *podServiceClient) Exec(ctx context.Context, in *ExecRequest, opts ...gr
 // Connect's JSON protocol; with JSON, pods and events read as the Kubernetes
 // objects they are (curl shows a Pod exactly as kubectl get -o json would).
 // Pods and events travel as google.protobuf.Struct holding the core/v1 object's
-// JSON form, which keeps every field.
+// JSON form, which keeps every field; Watch can instead carry each pod in
+// Kubernetes' protobuf encoding (WatchRequest.encoding), which is much
+// cheaper to produce and to read for watchers that decode core/v1 Pods.
 type PodServiceServer interface {
 	// Apply creates or updates the pods of a manifest. The whole manifest is
 	// decoded, defaulted and validated first; if any pod is invalid nothing is

@@ -15,8 +15,13 @@ import (
 // ended (it should re-watch, which starts with the current pods).
 const watchBuffer = 1024
 
-// Watch sends the current pods as ADDED, then every change.
+// Watch sends the current pods as ADDED, then every change, each pod in the
+// encoding the watcher asked for (watch_encoding.go).
 func (s *Server) Watch(ctx context.Context, req *connect.Request[podv1.WatchRequest], stream *connect.ServerStream[podv1.WatchResponse]) error {
+	enc, err := newWatchEncoder(req.Msg.GetEncoding())
+	if err != nil {
+		return toConnectError(err)
+	}
 	match, err := podFilter(req.Msg.GetNamespace(), req.Msg.GetName(), req.Msg.GetLabelSelector())
 	if err != nil {
 		return toConnectError(err)
@@ -34,11 +39,11 @@ func (s *Server) Watch(ctx context.Context, req *connect.Request[podv1.WatchRequ
 		if !match(pod) {
 			continue
 		}
-		st, err := podToStruct(pod)
+		resp, err := enc.encode(podv1.WatchEventType_WATCH_EVENT_TYPE_ADDED, pod)
 		if err != nil {
 			return toConnectError(err)
 		}
-		if err := stream.Send(&podv1.WatchResponse{Type: podv1.WatchEventType_WATCH_EVENT_TYPE_ADDED, Pod: st}); err != nil {
+		if err := stream.Send(resp); err != nil {
 			return err
 		}
 	}
@@ -53,10 +58,6 @@ func (s *Server) Watch(ctx context.Context, req *connect.Request[podv1.WatchRequ
 			if !match(ev.Pod) {
 				continue
 			}
-			st, err := podToStruct(ev.Pod)
-			if err != nil {
-				return toConnectError(err)
-			}
 			typ := podv1.WatchEventType_WATCH_EVENT_TYPE_MODIFIED
 			switch ev.Type {
 			case podmanager.Added:
@@ -64,7 +65,11 @@ func (s *Server) Watch(ctx context.Context, req *connect.Request[podv1.WatchRequ
 			case podmanager.Deleted:
 				typ = podv1.WatchEventType_WATCH_EVENT_TYPE_DELETED
 			}
-			if err := stream.Send(&podv1.WatchResponse{Type: typ, Pod: st}); err != nil {
+			resp, err := enc.encode(typ, ev.Pod)
+			if err != nil {
+				return toConnectError(err)
+			}
+			if err := stream.Send(resp); err != nil {
 				return err
 			}
 		}
