@@ -89,6 +89,12 @@ type Result struct {
 	PodsPerSec   float64 `json:"pods_per_sec"`
 	// BurstCPUSeconds is each process's CPU time during the burst.
 	BurstCPUSeconds map[string]float64 `json:"burst_cpu_seconds"`
+	// HarnessBurstCPUSeconds is the harness's own CPU time (user+system,
+	// getrusage RUSAGE_SELF) over the same burst: applying the pods and
+	// following the watch and the CRI events. It shares the machine's
+	// cores with the processes measured, so their pods/s is only as good
+	// as what it left them.
+	HarnessBurstCPUSeconds float64 `json:"harness_burst_cpu_seconds"`
 	// Profiles are the CPU profiles taken during the burst (-profile).
 	Profiles []string `json:"profiles,omitempty"`
 	// Steady is each process's usage over the window, and Total their sum
@@ -190,4 +196,15 @@ func diffCPU(after, before map[string]float64) map[string]float64 {
 		out[k] = v - before[k]
 	}
 	return out
+}
+
+// recordHarnessCPU sets r.HarnessBurstCPUSeconds from h, noting a failed
+// reading instead of failing the run.
+func recordHarnessCPU(r *Result, h harnessCPU) {
+	cpu, err := h.done()
+	if err != nil {
+		r.Notes = append(r.Notes, "harness CPU not measured: "+err.Error())
+		return
+	}
+	r.HarnessBurstCPUSeconds = cpu
 }

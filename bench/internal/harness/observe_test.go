@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -11,13 +12,16 @@ import (
 	"connectrpc.com/connect"
 	"google.golang.org/grpc"
 	"google.golang.org/protobuf/types/known/structpb"
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	podv1 "github.com/splitlet/splitlet/proto/splitlet/pod/v1"
 	"github.com/splitlet/splitlet/proto/splitlet/pod/v1/podv1connect"
 )
 
-// podStruct builds a watch event's pod from its JSON form.
+// podStruct builds a watch event's pod from its JSON form, as a sync
+// without the protobuf encoding sends it.
 func podStruct(t *testing.T, js string) *structpb.Struct {
 	t.Helper()
 	var m map[string]any
@@ -31,56 +35,109 @@ func podStruct(t *testing.T, js string) *structpb.Struct {
 	return s
 }
 
+// podProtobuf encodes a pod as sync does for the protobuf encoding.
+func podProtobuf(t *testing.T, pod *v1.Pod) []byte {
+	t.Helper()
+	b, err := pod.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// benchPod is a pod named p with the given number of containers, in
+// the given states, in order (fewer states than containers: statuses
+// missing).
+func benchPod(containers int, states ...v1.ContainerState) *v1.Pod {
+	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "default", UID: "uid-p"}}
+	for i := range containers {
+		pod.Spec.Containers = append(pod.Spec.Containers, v1.Container{Name: fmt.Sprintf("c%d", i), Image: "busybox:1.36"})
+	}
+	for i, st := range states {
+		pod.Status.ContainerStatuses = append(pod.Status.ContainerStatuses, v1.ContainerStatus{Name: fmt.Sprintf("c%d", i), State: st})
+	}
+	return pod
+}
+
+var (
+	runningState = v1.ContainerState{Running: &v1.ContainerStateRunning{StartedAt: metav1.Unix(1000, 0)}}
+	waitingState = v1.ContainerState{Waiting: &v1.ContainerStateWaiting{Reason: "ContainerCreating"}}
+	exitedState  = v1.ContainerState{Terminated: &v1.ContainerStateTerminated{ExitCode: 1}}
+)
+
 func TestAllRunning(t *testing.T) {
-	const twoContainers = `"spec":{"containers":[{"name":"a"},{"name":"b"}]}`
 	for _, tc := range []struct {
 		desc string
-		pod  string
+		pod  *v1.Pod
 		want bool
 	}{
-		{desc: "every container running", want: true,
-			pod: `{` + twoContainers + `,"status":{"containerStatuses":[{"state":{"running":{}}},{"state":{"running":{"startedAt":"x"}}}]}}`},
-		{desc: "one waiting",
-			pod: `{` + twoContainers + `,"status":{"containerStatuses":[{"state":{"running":{}}},{"state":{"waiting":{"reason":"ContainerCreating"}}}]}}`},
-		{desc: "fewer statuses than containers",
-			pod: `{` + twoContainers + `,"status":{"containerStatuses":[{"state":{"running":{}}}]}}`},
-		{desc: "no status yet", pod: `{` + twoContainers + `}`},
-		{desc: "no containers in the spec", pod: `{"spec":{},"status":{"containerStatuses":[]}}`},
+		{desc: "every container running", pod: benchPod(2, runningState, runningState), want: true},
+		{desc: "one waiting", pod: benchPod(2, runningState, waitingState)},
+		{desc: "one exited", pod: benchPod(2, exitedState, runningState)},
+		{desc: "fewer statuses than containers", pod: benchPod(2, runningState)},
+		{desc: "no status yet", pod: benchPod(2)},
+		{desc: "no containers in the spec", pod: benchPod(0)},
 	} {
 		t.Run(tc.desc, func(t *testing.T) {
-			if got := allRunning(podStruct(t, tc.pod)); got != tc.want {
+			if got := allRunning(tc.pod); got != tc.want {
 				t.Errorf("allRunning = %v, want %v", got, tc.want)
+			}
+			// What the watch delivers is the pod after the protobuf round trip.
+			var decoded v1.Pod
+			if err := decoded.Unmarshal(podProtobuf(t, tc.pod)); err != nil {
+				t.Fatal(err)
+			}
+			if got := allRunning(&decoded); got != tc.want {
+				t.Errorf("allRunning after a protobuf round trip = %v, want %v", got, tc.want)
 			}
 		})
 	}
 }
 
 func TestPodObserverHandle(t *testing.T) {
-	running := `{"metadata":{"name":"p"},"spec":{"containers":[{"name":"a"}]},"status":{"containerStatuses":[{"state":{"running":{}}}]}}`
-	pending := `{"metadata":{"name":"p"},"spec":{"containers":[{"name":"a"}]},"status":{"phase":"Pending"}}`
+	runningPB := podProtobuf(t, benchPod(1, runningState))
+	pendingPB := podProtobuf(t, benchPod(1))
+	runningJSON := `{"metadata":{"name":"p"},"spec":{"containers":[{"name":"a"}]},"status":{"containerStatuses":[{"state":{"running":{}}}]}}`
+	pendingJSON := `{"metadata":{"name":"p"},"spec":{"containers":[{"name":"a"}]},"status":{"phase":"Pending"}}`
 	t0 := time.Unix(1000, 0)
 	for _, tc := range []struct {
 		desc        string
 		events      []*podv1.WatchResponse
 		wantRunning time.Time // zero: not marked
 		wantGone    time.Time
+		wantErr     bool
 	}{
 		{desc: "headers-only message is ignored", events: []*podv1.WatchResponse{{}}},
 		{desc: "pending then running marks the running time",
 			events: []*podv1.WatchResponse{
-				{Type: podv1.WatchEventType_WATCH_EVENT_TYPE_ADDED, Pod: podStruct(t, pending)},
-				{Type: podv1.WatchEventType_WATCH_EVENT_TYPE_MODIFIED, Pod: podStruct(t, running)},
-				{Type: podv1.WatchEventType_WATCH_EVENT_TYPE_MODIFIED, Pod: podStruct(t, running)},
+				{Type: podv1.WatchEventType_WATCH_EVENT_TYPE_ADDED, PodProtobuf: pendingPB},
+				{Type: podv1.WatchEventType_WATCH_EVENT_TYPE_MODIFIED, PodProtobuf: runningPB},
+				{Type: podv1.WatchEventType_WATCH_EVENT_TYPE_MODIFIED, PodProtobuf: runningPB},
 			},
 			wantRunning: t0.Add(time.Second)},
 		{desc: "deleted marks gone, not running",
-			events:   []*podv1.WatchResponse{{Type: podv1.WatchEventType_WATCH_EVENT_TYPE_DELETED, Pod: podStruct(t, running)}},
+			events:   []*podv1.WatchResponse{{Type: podv1.WatchEventType_WATCH_EVENT_TYPE_DELETED, PodProtobuf: runningPB}},
 			wantGone: t0},
+		{desc: "a Struct from an older sync is still read",
+			events: []*podv1.WatchResponse{
+				{Type: podv1.WatchEventType_WATCH_EVENT_TYPE_ADDED, Pod: podStruct(t, pendingJSON)},
+				{Type: podv1.WatchEventType_WATCH_EVENT_TYPE_MODIFIED, Pod: podStruct(t, runningJSON)},
+			},
+			wantRunning: t0.Add(time.Second)},
+		{desc: "undecodable bytes are an error and mark nothing",
+			events:  []*podv1.WatchResponse{{Type: podv1.WatchEventType_WATCH_EVENT_TYPE_DELETED, PodProtobuf: []byte{0x0a, 0xff}}},
+			wantErr: true},
 	} {
 		t.Run(tc.desc, func(t *testing.T) {
 			o := newPodObserver(nil)
+			var errs []error
 			for i, ev := range tc.events {
-				o.handle(ev, t0.Add(time.Duration(i)*time.Second))
+				if err := o.handle(ev, t0.Add(time.Duration(i)*time.Second)); err != nil {
+					errs = append(errs, err)
+				}
+			}
+			if (len(errs) > 0) != tc.wantErr {
+				t.Errorf("handle errors %v, wantErr %v", errs, tc.wantErr)
 			}
 			got, _ := o.running.get("p")
 			if !got.Equal(tc.wantRunning) {

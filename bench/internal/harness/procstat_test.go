@@ -2,7 +2,9 @@ package harness
 
 import (
 	"os"
+	"runtime"
 	"testing"
+	"time"
 )
 
 func TestParseStat(t *testing.T) {
@@ -79,4 +81,26 @@ func TestReadProcSelf(t *testing.T) {
 	if s.rssKiB == 0 || s.hwmKiB < s.rssKiB {
 		t.Errorf("rss %d KiB, hwm %d KiB: want rss > 0 and hwm >= rss", s.rssKiB, s.hwmKiB)
 	}
+}
+
+// The harness's own CPU reading grows while it works, and by no more than
+// its threads could have used in the wall time.
+func TestHarnessCPU(t *testing.T) {
+	h := startHarnessCPU()
+	t0 := time.Now()
+	var x uint64
+	for time.Since(t0) < 100*time.Millisecond {
+		for i := range 10000 {
+			x += uint64(i) * x
+		}
+	}
+	wall := time.Since(t0).Seconds()
+	cpu, err := h.done()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if limit := wall*float64(runtime.GOMAXPROCS(0)) + 0.05; cpu <= 0 || cpu > limit {
+		t.Errorf("harness CPU over a %.2f s busy loop = %.3f s, want in (0, %.2f]", wall, cpu, limit)
+	}
+	_ = x
 }

@@ -86,6 +86,9 @@ func printResult(w io.Writer, r Result) {
 		fmt.Fprintf(w, "    %-10s steady %.3f cores, peak RSS %.1f MiB (HWM %.1f MiB); burst CPU %.2f s\n",
 			name, u.CPUCores, u.PeakRSSMiB, u.HWMMiB, r.BurstCPUSeconds[name])
 	}
+	if r.BurstCPUSeconds != nil {
+		fmt.Fprintf(w, "    %-10s burst CPU %.2f s (this bench process, on the same cores)\n", "harness", r.HarnessBurstCPUSeconds)
+	}
 	for _, e := range r.Errors[min(1, len(r.Errors)):] {
 		fmt.Fprintf(w, "    error: %s\n", e)
 	}

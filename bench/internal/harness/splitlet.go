@@ -79,7 +79,7 @@ func runSplitlet(ctx context.Context, cfg Config, n int) (r Result) {
 
 	names := podNames(n)
 	all := pids(procs)
-	cpu0 := cpuSeconds(all)
+	cpu0, self0 := cpuSeconds(all), startHarnessCPU()
 	log.Info("burst: applying pods", zap.Int("concurrency", cfg.Concurrency), zap.Int("batch", cfg.Batch))
 	// The calls are bounded too: a stuck sync must end the run, not hang it.
 	callCtx, callCancel := context.WithTimeout(ctx, cfg.Timeout)
@@ -95,6 +95,7 @@ func runSplitlet(ctx context.Context, cfg Config, n int) (r Result) {
 	r.fail(criObs.started.wait(wctx, names))
 	wcancel()
 	r.BurstCPUSeconds = diffCPU(cpuSeconds(all), cpu0)
+	recordHarnessCPU(&r, self0)
 	r.Profiles = profiled()
 
 	ds, missing := durations(names, starts, podObs.running)
