@@ -6,7 +6,9 @@
 //	splitlet-admission --config /etc/splitlet/admission.yaml
 //
 // It listens on 127.0.0.1:7444 by default (--listen); gRPC, gRPC-Web and
-// Connect clients, gRPC health and Prometheus /metrics share that port.
+// Connect clients, gRPC health and Prometheus /metrics share that port, and
+// with --profiling (or profiling: true) Go's pprof handlers under
+// /debug/pprof/ do too.
 // admission.example.yaml beside this file shows every setting. SIGTERM or
 // SIGINT drains (health NOT_SERVING, WatchEvictions streams end with
 // Unavailable) and stops. Exit status: 0 after a clean stop, 2 for a bad

@@ -1,7 +1,7 @@
 // Package config turns splitlet-admission's configuration file and command
 // line into the settings the process runs with. The file (YAML) holds
 // everything; the few flags worth setting per invocation (--listen,
-// --node-name, --plugins-config, --log-level) override it.
+// --node-name, --plugins-config, --log-level, --profiling) override it.
 //
 //	cfg, err := config.Load(os.Args[1:], os.Stderr)
 //	log, err := cfg.Logger()
@@ -75,6 +75,11 @@ type Config struct {
 	GatewayEndpoint string `json:"gatewayEndpoint,omitempty"`
 	// ShutdownTimeout bounds graceful shutdown.
 	ShutdownTimeout metav1.Duration `json:"shutdownTimeout,omitempty"`
+	// Profiling serves Go's pprof handlers under /debug/pprof/ on Listen,
+	// beside /metrics (the kubelet's enableProfilingHandler). Off by
+	// default, unlike the kubelet's: the listener has no authentication,
+	// and a CPU profile or trace is work any caller could start.
+	Profiling bool `json:"profiling,omitempty"`
 }
 
 // NodeConfig maps onto nodeinfo.Config; see there for each field's meaning.
@@ -149,6 +154,7 @@ func Load(args []string, output io.Writer) (Config, error) {
 	nodeName := fs.String("node-name", "", "the node's name (node.name); default: the hostname")
 	plugins := fs.String("plugins-config", "", "admission plugin chain file (pluginsConfig); empty: built-in handlers only")
 	logLevel := fs.String("log-level", "info", "least severe log level written: debug, info, warn or error")
+	profiling := fs.Bool("profiling", false, "serve Go's pprof profiles under /debug/pprof/ on the --listen address, beside /metrics (profiling)")
 	if err := fs.Parse(args); err != nil {
 		return Config{}, err
 	}
@@ -178,6 +184,10 @@ func Load(args []string, output io.Writer) (Config, error) {
 			cfg.PluginsConfig = *plugins
 		case "log-level":
 			cfg.LogLevel = *logLevel
+		case "profiling":
+			// Set either way, so --profiling=false turns off a
+			// file's profiling: true.
+			cfg.Profiling = *profiling
 		}
 	})
 	if err := cfg.Validate(); err != nil {

@@ -38,6 +38,9 @@ func TestParse(t *testing.T) {
 				if c.Eviction.Hard != nil {
 					t.Errorf("eviction.hard = %v, want nil (nodeinfo's defaults)", c.Eviction.Hard)
 				}
+				if c.Profiling {
+					t.Error("profiling on by default, want off")
+				}
 			},
 		},
 		{
@@ -98,6 +101,12 @@ eviction:
 			},
 		},
 		{desc: "unknown key", yaml: "listn: x:1", wantErr: []string{"listn"}},
+		{desc: "profiling key", yaml: "profiling: true", check: func(t *testing.T, c Config) {
+			if !c.Profiling {
+				t.Error("profiling: true not decoded")
+			}
+		}},
+		{desc: "profiling not a bool", yaml: "profiling: sometimes", wantErr: []string{"profiling"}},
 		{desc: "bad listen", yaml: "listen: nocolon", wantErr: []string{"listen:"}},
 		{desc: "bad log level", yaml: "logLevel: loud", wantErr: []string{"logLevel:"}},
 		{desc: "bad node name", yaml: "node: {name: Node_A}", wantErr: []string{"node.name:"}},
@@ -189,6 +198,45 @@ func TestLoadFlagsOverrideFile(t *testing.T) {
 			if c.Listen != tc.wantListen || c.Node.Name != tc.wantNode || c.PluginsConfig != tc.wantPlugins || c.LogLevel != tc.wantLevel {
 				t.Errorf("got listen %q node %q plugins %q level %q, want %q %q %q %q",
 					c.Listen, c.Node.Name, c.PluginsConfig, c.LogLevel, tc.wantListen, tc.wantNode, tc.wantPlugins, tc.wantLevel)
+			}
+		})
+	}
+}
+
+// TestLoadProfiling checks --profiling against the file's profiling key:
+// off unless one of them turns it on, and a flag that was given wins either
+// way (a flag left out does not reset the file's true).
+func TestLoadProfiling(t *testing.T) {
+	dir := t.TempDir()
+	on := filepath.Join(dir, "on.yaml")
+	if err := os.WriteFile(on, []byte("profiling: true\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	off := filepath.Join(dir, "off.yaml")
+	if err := os.WriteFile(off, []byte("listen: 127.0.0.1:9999\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		desc string
+		args []string
+		want bool
+	}{
+		{desc: "default off", args: nil, want: false},
+		{desc: "flag turns it on", args: []string{"--profiling"}, want: true},
+		{desc: "flag with an explicit true", args: []string{"--profiling=true"}, want: true},
+		{desc: "file key turns it on", args: []string{"--config", on}, want: true},
+		{desc: "file without the key stays off", args: []string{"--config", off}, want: false},
+		{desc: "flag on over a file without the key", args: []string{"--config", off, "--profiling"}, want: true},
+		{desc: "flag off overrides the file's true", args: []string{"--config", on, "--profiling=false"}, want: false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.desc, func(t *testing.T) {
+			c, err := Load(tc.args, io.Discard)
+			if err != nil {
+				t.Fatalf("Load: %v", err)
+			}
+			if c.Profiling != tc.want {
+				t.Errorf("Profiling = %v, want %v", c.Profiling, tc.want)
 			}
 		})
 	}

@@ -86,7 +86,7 @@ func BenchmarkAdmit110Plugin(b *testing.B) {
 	node.Status.Allocatable[v1.ResourcePods] = resource.MustParse("200")
 	node.Status.Allocatable[v1.ResourceCPU] = resource.MustParse("64")
 	node.Status.Allocatable[v1.ResourceMemory] = resource.MustParse("256Gi")
-	a, err := newAdmission(context.Background(), node, nil, allowlistPlugin(b), zap.NewNop())
+	a, err := newAdmission(context.Background(), node, nil, allowlistPlugin(b), Options{Logger: zap.NewNop()})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -28,7 +28,7 @@ func BenchmarkAdmit110(b *testing.B) {
 	node.Status.Allocatable[v1.ResourcePods] = resource.MustParse("200")
 	node.Status.Allocatable[v1.ResourceCPU] = resource.MustParse("64")
 	node.Status.Allocatable[v1.ResourceMemory] = resource.MustParse("256Gi")
-	a, err := newAdmission(context.Background(), node, nil, nil, zap.NewNop())
+	a, err := newAdmission(context.Background(), node, nil, nil, Options{Logger: zap.NewNop()})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -115,7 +115,7 @@ func BenchmarkAdmit1000(b *testing.B) {
 	ctx := context.Background()
 
 	setup := func(b *testing.B) admissionv1connect.AdmissionServiceClient {
-		a, err := newAdmission(ctx, node, nil, nil, zap.NewNop())
+		a, err := newAdmission(ctx, node, nil, nil, Options{Logger: zap.NewNop()})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -15,7 +15,8 @@ import (
 const compressMinBytes = 1024
 
 // Handler returns the HTTP handler serving AdmissionService (gRPC, gRPC-Web
-// and Connect), grpc.health.v1.Health and /metrics. Serve it over h2c so gRPC
+// and Connect), grpc.health.v1.Health, /metrics and, with Options.Profiling,
+// /debug/pprof/ (profiling.go). Serve it over h2c so gRPC
 // clients can use plain TCP. opts come after the service's defaults
 // (compressMinBytes), so they may override them.
 func (s *Service) Handler(opts ...connect.HandlerOption) http.Handler {
@@ -24,5 +25,8 @@ func (s *Service) Handler(opts ...connect.HandlerOption) http.Handler {
 	mux.Handle(admissionv1connect.NewAdmissionServiceHandler(s, opts...))
 	mux.Handle(grpchealth.NewHandler(s.health, opts...))
 	mux.Handle("/metrics", s.metrics.handler())
+	if s.profiling {
+		addProfiling(mux)
+	}
 	return mux
 }

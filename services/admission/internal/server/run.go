@@ -62,7 +62,7 @@ func Run(ctx context.Context, cfg config.Config) (retErr error) {
 			return fmt.Errorf("pluginsConfig: %w", err)
 		}
 	}
-	a, err := newAdmission(ctx, node, mgr, pcfg, log)
+	a, err := newAdmission(ctx, node, mgr, pcfg, Options{Logger: log, Profiling: cfg.Profiling})
 	if err != nil {
 		return err
 	}
@@ -87,7 +87,7 @@ func Run(ctx context.Context, cfg config.Config) (retErr error) {
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(lis) }()
 	log.Info("serving", zap.String("address", lis.Addr().String()), zap.String("node", node.Name),
-		zap.Bool("plugins", plugins != nil))
+		zap.Bool("plugins", plugins != nil), zap.Bool("profiling", cfg.Profiling))
 
 	select {
 	case err := <-serveErr:
@@ -121,8 +121,13 @@ type admission struct {
 
 // newAdmission wires the admitter, the plugins of pcfg (nil: none) and the
 // service. mgr may be nil (no eviction manager: no pressure, no evictions).
-// close stops the plugins.
-func newAdmission(ctx context.Context, node *v1.Node, mgr *eviction.Manager, pcfg *pluginhost.Config, log *zap.Logger) (*admission, error) {
+// svcOpts gives the service's Logger and Profiling; newAdmission fills in
+// its Admitter, Evictions and Pods. close stops the plugins.
+func newAdmission(ctx context.Context, node *v1.Node, mgr *eviction.Manager, pcfg *pluginhost.Config, svcOpts Options) (*admission, error) {
+	log := svcOpts.Logger
+	if log == nil {
+		log = zap.NewNop()
+	}
 	a := &admission{log: log}
 	// One cache of decoded pods serves the three places that would each
 	// redo work per active pod: decoding (the service), requests and host
@@ -148,7 +153,7 @@ func newAdmission(ctx context.Context, node *v1.Node, mgr *eviction.Manager, pcf
 		a.plugins = plugins
 	}
 	opts := admitter.Options{Node: node, ActivePodInfos: pods}
-	svcOpts := Options{Logger: log, Pods: pods}
+	svcOpts.Logger, svcOpts.Pods = log, pods
 	// A nil *eviction.Manager must not become a non-nil interface.
 	if mgr != nil {
 		opts.Eviction = mgr

@@ -153,7 +153,7 @@ func TestAdmit(t *testing.T) {
 	}{
 		{name: "plain", rounds: 1, svc: func(t *testing.T) *Service { return newTestService(t, nil) }},
 		{name: "cached", rounds: 2, svc: func(t *testing.T) *Service {
-			a, err := newAdmission(context.Background(), testfixture.Node(), nil, nil, zap.NewNop())
+			a, err := newAdmission(context.Background(), testfixture.Node(), nil, nil, Options{Logger: zap.NewNop()})
 			if err != nil {
 				t.Fatal(err)
 			}

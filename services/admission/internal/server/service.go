@@ -1,7 +1,7 @@
 // Package server serves splitlet's AdmissionService (Admit, AdmitPods,
 // WatchEvictions, GetNode) with connect-go, so gRPC, gRPC-Web and Connect
-// clients reach it on one h2c port, beside gRPC health and Prometheus
-// /metrics. It is the wire boundary: it decodes the Kubernetes protobuf
+// clients reach it on one h2c port, beside gRPC health, Prometheus /metrics
+// and, when asked for, Go's pprof handlers under /debug/pprof/. It is the wire boundary: it decodes the Kubernetes protobuf
 // bytes of pods and nodes, resolves active pods sent by reference, turns
 // errors into Connect codes (errors.go, the only place that does) and hands
 // decoded objects to the admitter.
@@ -82,6 +82,9 @@ type Options struct {
 	// the service's own. Run shares one with the admitter and the
 	// plugins (newAdmission).
 	Pods PodStore
+	// Profiling makes Handler serve Go's pprof handlers under
+	// /debug/pprof/ beside /metrics (config.Config.Profiling).
+	Profiling bool
 }
 
 // Service implements admissionv1connect.AdmissionServiceHandler, one file
@@ -94,6 +97,7 @@ type Service struct {
 	log       *zap.Logger
 	metrics   *metrics
 	health    *grpchealth.StaticChecker
+	profiling bool
 
 	drainOnce sync.Once
 	draining  chan struct{}
@@ -119,6 +123,7 @@ func NewService(opts Options) *Service {
 		pods:      pods,
 		log:       log,
 		metrics:   newMetrics(),
+		profiling: opts.Profiling,
 		// Serving from the start: the admitter is complete before a
 		// Service exists.
 		health:   grpchealth.NewStaticChecker(admissionv1connect.AdmissionServiceName),
