@@ -209,11 +209,21 @@ eviction:
 	if err := os.WriteFile(path, []byte(conf), 0o644); err != nil {
 		return nil, "", err
 	}
-	adm, err := startProcess(ctx, dir, "admission", filepath.Join(cfg.BinDir, "splitlet-admission"), "--config="+path)
+	bin := filepath.Join(cfg.BinDir, "splitlet-admission")
+	args := []string{"--config=" + path}
+	// Admission serves pprof on its one listener, beside /metrics.
+	profiling := cfg.ProfileDir != "" && hasFlag(bin, "profiling")
+	if profiling {
+		args = append(args, "--profiling")
+	}
+	adm, err := startProcess(ctx, dir, "admission", bin, args...)
 	if err != nil {
 		return nil, "", err
 	}
 	url := fmt.Sprintf("http://127.0.0.1:%d", port)
+	if profiling {
+		adm.debugURL = url
+	}
 	if err := adm.waitReady(ctx, 20*time.Second, httpOK(url+"/metrics")); err != nil {
 		adm.stop(5 * time.Second)
 		return nil, "", err
