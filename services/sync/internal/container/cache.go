@@ -73,6 +73,16 @@ func (c *Cache) GetNewerThan(uid types.UID, minTime time.Time) (*PodStatus, time
 	return e.status, e.modified, true
 }
 
+// Has reports whether the cache holds an entry for the pod: a status, or
+// only the floor an invalidation left (Invalidate), which says the pod's
+// runtime state changed and must be read.
+func (c *Cache) Has(uid types.UID) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	_, ok := c.pods[uid]
+	return ok
+}
+
 // Set stores a status read from the runtime (GetPodStatus) by a read that
 // started at readAt. It returns whether the status was stored. A status
 // read earlier than the cached one is dropped, so that a slow read finishing

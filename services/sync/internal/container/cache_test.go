@@ -281,3 +281,24 @@ func TestCacheRetainAndDelete(t *testing.T) {
 		}
 	}
 }
+
+func TestCacheHas(t *testing.T) {
+	for _, tc := range []struct {
+		desc string
+		fill func(c *Cache)
+		want bool
+	}{
+		{desc: "nothing stored", fill: func(*Cache) {}, want: false},
+		{desc: "a status", fill: func(c *Cache) { c.Set("p", &PodStatus{ID: "p"}, time.Now()) }, want: true},
+		{desc: "only an invalidation", fill: func(c *Cache) { c.Invalidate("p", time.Now()) }, want: true},
+		{desc: "deleted", fill: func(c *Cache) { c.Set("p", &PodStatus{ID: "p"}, time.Now()); c.Delete("p") }, want: false},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			c := NewCache()
+			tc.fill(c)
+			if got := c.Has("p"); got != tc.want {
+				t.Errorf("Has = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}

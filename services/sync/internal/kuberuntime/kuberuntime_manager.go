@@ -268,6 +268,21 @@ type RunningPod struct {
 // belong to someone else and are never listed. Matches the kubelet's
 // kubeGenericRuntimeManager.GetPods(all=true).
 func (m *Manager) GetPods(ctx context.Context) (map[types.UID]*RunningPod, error) {
+	sandboxes, err := m.runtime.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{})
+	if err != nil {
+		return nil, fmt.Errorf("list sandboxes: %w", err)
+	}
+	containers, err := m.runtime.ListContainers(ctx, &runtimeapi.ListContainersRequest{})
+	if err != nil {
+		return nil, fmt.Errorf("list containers: %w", err)
+	}
+	return GroupRunningPods(sandboxes.GetItems(), containers.GetContainers()), nil
+}
+
+// GroupRunningPods groups a node-wide listing of sandboxes and containers by
+// the pod UID label, as GetPods does; the PLEG's relist, which lists the
+// same way, uses it to share its listing with housekeeping.
+func GroupRunningPods(sandboxes []*runtimeapi.PodSandbox, containers []*runtimeapi.Container) map[types.UID]*RunningPod {
 	pods := map[types.UID]*RunningPod{}
 	get := func(labels map[string]string) *RunningPod {
 		uid := types.UID(labels[KubernetesPodUIDLabel])
@@ -281,11 +296,7 @@ func (m *Manager) GetPods(ctx context.Context) (map[types.UID]*RunningPod, error
 		}
 		return p
 	}
-	sandboxes, err := m.runtime.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{})
-	if err != nil {
-		return nil, fmt.Errorf("list sandboxes: %w", err)
-	}
-	for _, sb := range sandboxes.GetItems() {
+	for _, sb := range sandboxes {
 		if p := get(sb.GetLabels()); p != nil {
 			p.Sandboxes = append(p.Sandboxes, sb)
 			if sb.GetAnnotations()[ManagedByAnnotation] == ManagedByValue {
@@ -293,16 +304,12 @@ func (m *Manager) GetPods(ctx context.Context) (map[types.UID]*RunningPod, error
 			}
 		}
 	}
-	containers, err := m.runtime.ListContainers(ctx, &runtimeapi.ListContainersRequest{})
-	if err != nil {
-		return nil, fmt.Errorf("list containers: %w", err)
-	}
-	for _, c := range containers.GetContainers() {
+	for _, c := range containers {
 		if p := get(c.GetLabels()); p != nil {
 			p.Containers = append(p.Containers, c)
 		}
 	}
-	return pods, nil
+	return pods
 }
 
 // KillPod stops every running container of the pod, then its sandboxes.

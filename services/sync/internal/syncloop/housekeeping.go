@@ -2,6 +2,7 @@ package syncloop
 
 import (
 	"context"
+	"time"
 
 	"go.uber.org/zap"
 	v1 "k8s.io/api/core/v1"
@@ -21,11 +22,20 @@ import (
 //     knows and no worker handles are orphans: a worker is started to kill
 //     them, with each container's recorded grace period; a kubelet's pods on
 //     the same runtime are never touched;
-//   - dead containers beyond the newest of each container are removed
-//     (kuberuntime's GarbageCollect) and back-off tables garbage-collected.
+//   - back-off tables are garbage-collected.
 //
-// Matches the kubelet's HandlePodCleanups (SyncKnownPods, orphan kills) plus
-// the removal its container garbage collector does later.
+// Dead containers are removed on their own period (runContainerGC).
+//
+// Matches the kubelet's HandlePodCleanups (SyncKnownPods, orphan kills).
+// The orphan scan reads the runtime cache (runtimeCache.GetPods), so a
+// listing up to runtimeCacheRefreshPeriod old, often the PLEG's last
+// relist, serves instead of a node-wide listing on every pass. The kubelet
+// forces the cache fresh first (ForceUpdateIfOlder(now)) so that a static
+// pod reusing a terminated pod's UID is not held back by a stale listing;
+// here a pod worker never waits on the listing (a re-added UID waits only
+// for its old worker to be forgotten, above), so a stale listing can only
+// delay an orphan's kill by a few seconds, and it cannot revive a pod
+// removed above (runtimeCache.Removed).
 func (k *Kubelet) HandlePodCleanups(ctx context.Context) {
 	log := logctx.From(ctx)
 	desired := map[types.UID]bool{}
@@ -48,6 +58,8 @@ func (k *Kubelet) HandlePodCleanups(ctx context.Context) {
 		k.forgetPodStatus(uid)
 		if err := k.runtime.RemovePod(ctx, uid); err != nil {
 			log.Warn("cannot remove the runtime leftovers of a removed pod", zap.String("podUID", string(uid)), zap.Error(err))
+		} else {
+			k.runtimePods.Removed(uid, time.Now())
 		}
 		k.runtime.ForgetPod(uid)
 		log.Info("pod removed", zap.String("podUID", string(uid)))
@@ -55,7 +67,9 @@ func (k *Kubelet) HandlePodCleanups(ctx context.Context) {
 
 	k.cache.Retain(func(uid types.UID) bool { return desired[uid] || k.workers.IsKnown(uid) })
 
-	running, err := k.runtime.GetPods(ctx)
+	// Back-off tables do not depend on the listing.
+	k.runtime.GC()
+	running, err := k.runtimePods.GetPods(ctx)
 	if err != nil {
 		log.Warn("housekeeping: cannot list runtime pods", zap.Error(err))
 		return
@@ -74,8 +88,25 @@ func (k *Kubelet) HandlePodCleanups(ctx context.Context) {
 		orphan := &v1.Pod{ObjectMeta: metav1.ObjectMeta{UID: uid, Name: rp.Name, Namespace: rp.Namespace}}
 		k.workers.UpdatePod(worker.UpdatePodOptions{UpdateType: worker.SyncPodKill, Pod: orphan})
 	}
-	if err := k.runtime.GarbageCollect(ctx); err != nil {
-		log.Warn("housekeeping: container garbage collection failed", zap.Error(err))
+}
+
+// runContainerGC removes dead containers (kuberuntime's GarbageCollect) at
+// once and then every ContainerGCPeriod until ctx ends. Matches the
+// kubelet's StartGarbageCollection, which runs the container GC every
+// ContainerGCPeriod (1 min) on its own goroutine rather than in
+// housekeeping: the GC lists the whole node, and dead containers beyond
+// the newest of each container can wait a minute.
+func (k *Kubelet) runContainerGC(ctx context.Context) {
+	t := time.NewTicker(k.opts.ContainerGCPeriod)
+	defer t.Stop()
+	for {
+		if err := k.runtime.GarbageCollect(ctx); err != nil && ctx.Err() == nil {
+			logctx.From(ctx).Warn("container garbage collection failed", zap.Error(err))
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
 	}
-	k.runtime.GC()
 }

@@ -9,6 +9,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/splitlet/splitlet/services/sync/internal/container"
 	"github.com/splitlet/splitlet/services/sync/internal/kuberuntime"
@@ -26,6 +27,8 @@ type fakeRuntime struct {
 	removed map[types.UID]bool
 	// grace records the grace period override of each kill.
 	grace map[types.UID]*int64
+	// lists and gcs count GetPods and GarbageCollect calls.
+	lists, gcs int
 }
 
 var _ Runtime = (*fakeRuntime)(nil)
@@ -55,6 +58,7 @@ func (f *fakeRuntime) RemovePod(_ context.Context, uid types.UID) error {
 func (f *fakeRuntime) GetPods(context.Context) (map[types.UID]*kuberuntime.RunningPod, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.lists++
 	out := map[types.UID]*kuberuntime.RunningPod{}
 	for k, v := range f.pods {
 		out[k] = v
@@ -64,9 +68,14 @@ func (f *fakeRuntime) GetPods(context.Context) (map[types.UID]*kuberuntime.Runni
 func (f *fakeRuntime) ContainerWaiting(types.UID, string) (kuberuntime.WaitingReason, bool) {
 	return kuberuntime.WaitingReason{}, false
 }
-func (f *fakeRuntime) ForgetPod(types.UID)                  {}
-func (f *fakeRuntime) GarbageCollect(context.Context) error { return nil }
-func (f *fakeRuntime) GC()                                  {}
+func (f *fakeRuntime) ForgetPod(types.UID) {}
+func (f *fakeRuntime) GarbageCollect(context.Context) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.gcs++
+	return nil
+}
+func (f *fakeRuntime) GC() {}
 
 func (f *fakeRuntime) state(uid types.UID) (killed, removed bool) {
 	f.mu.Lock()
@@ -113,9 +122,95 @@ func TestHandlePodCleanups(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+	// The cached listing still shows the removed orphan: it must not be
+	// killed again.
+	k.HandlePodCleanups(ctx)
+	if k.workers.IsKnown("orphan") {
+		t.Error("a removed orphan got a kill worker again from a cached listing")
+	}
 	for _, uid := range []types.UID{"desired", "foreign"} {
 		if killed, removed := rt.state(uid); killed || removed {
 			t.Errorf("pod %s: killed %v removed %v, want untouched", uid, killed, removed)
 		}
+	}
+}
+
+func (f *fakeRuntime) counts() (lists, gcs int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.lists, f.gcs
+}
+
+func newFakeRuntime() *fakeRuntime {
+	return &fakeRuntime{pods: map[types.UID]*kuberuntime.RunningPod{}, killed: map[types.UID]bool{}, removed: map[types.UID]bool{}}
+}
+
+// Housekeeping neither collects garbage nor lists the node on every pass.
+func TestHandlePodCleanupsListsAtMostOncePerCachePeriod(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	rt := newFakeRuntime()
+	k := New(Options{}, source.NewPodConfig(), podmanager.New(), rt, &fakeCRI{})
+	k.workers = worker.New(ctx, k, time.Hour, time.Hour, nil)
+	for range 10 {
+		k.HandlePodCleanups(ctx)
+	}
+	if lists, gcs := rt.counts(); lists != 1 || gcs != 0 {
+		t.Errorf("10 quick housekeeping passes: %d node listings, %d garbage collections; want 1 and 0", lists, gcs)
+	}
+}
+
+// The container GC runs at start and then once per ContainerGCPeriod.
+func TestRunContainerGCRunsOncePerPeriod(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	const period = 50 * time.Millisecond
+	rt := newFakeRuntime()
+	k := New(Options{ContainerGCPeriod: period}, source.NewPodConfig(), podmanager.New(), rt, &fakeCRI{})
+	start := time.Now()
+	go k.runContainerGC(ctx)
+	deadline := start.Add(10 * time.Second)
+	for {
+		if _, gcs := rt.counts(); gcs >= 3 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the container GC did not run three times")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	// The first run is immediate, each later one waits a period.
+	if elapsed := time.Since(start); elapsed < 2*period {
+		t.Errorf("3 garbage collections within %s, faster than one per %s", elapsed, period)
+	}
+}
+
+// A PLEG relist feeds housekeeping's listing: an orphan it listed is
+// killed without housekeeping listing the node itself.
+func TestRelistFeedsOrphanScan(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	rt := newFakeRuntime()
+	cri := &fakeCRI{sandboxes: []*runtimeapi.PodSandbox{{
+		Id: "s1", State: runtimeapi.PodSandboxState_SANDBOX_READY,
+		Labels:      map[string]string{kuberuntime.KubernetesPodUIDLabel: "orphan", kuberuntime.KubernetesPodNameLabel: "o", kuberuntime.KubernetesPodNamespaceLabel: "default"},
+		Annotations: map[string]string{kuberuntime.ManagedByAnnotation: kuberuntime.ManagedByValue},
+	}}}
+	k := New(Options{}, source.NewPodConfig(), podmanager.New(), rt, cri)
+	k.workers = worker.New(ctx, k, time.Hour, time.Hour, nil)
+	k.pleg.relist(ctx)
+	k.HandlePodCleanups(ctx)
+	if lists, _ := rt.counts(); lists != 0 {
+		t.Errorf("housekeeping listed the node %d times after a fresh relist, want 0", lists)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		if killed, _ := rt.state("orphan"); killed {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the orphan the relist listed was not killed")
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 }

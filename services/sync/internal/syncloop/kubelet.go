@@ -94,6 +94,14 @@ type Options struct {
 	BackOffPeriod time.Duration
 	// RelistInterval is the PLEG relist period (the kubelet's 1 s).
 	RelistInterval time.Duration
+	// EventedRelistInterval is the PLEG relist period while the runtime's
+	// container event stream is live (the kubelet's
+	// eventedPlegRelistPeriod, 300 s); RelistInterval applies again as
+	// soon as the stream fails or when the runtime has none.
+	EventedRelistInterval time.Duration
+	// ContainerGCPeriod is the period of dead-container garbage collection
+	// (the kubelet's ContainerGCPeriod, 1 min).
+	ContainerGCPeriod time.Duration
 	// HousekeepingInterval is the cleanup period (the kubelet's 2 s).
 	HousekeepingInterval time.Duration
 	// HostIPs are the node's IPs for pod statuses.
@@ -166,6 +174,9 @@ type Kubelet struct {
 	// cache holds the runtime status of each pod, fed by the PLEG and by
 	// the syncs' own reads (the kubelet's podCache).
 	cache *container.Cache
+	// runtimePods is the latest node-wide listing, for housekeeping's
+	// orphan scan (the kubelet's runtimeCache), fed by the PLEG's relists.
+	runtimePods *runtimeCache
 
 	mu sync.Mutex
 	// firstSeen is when each pod was first seen, for the start duration
@@ -209,6 +220,12 @@ func New(opts Options, config *source.PodConfig, podManager *podmanager.Manager,
 	if opts.RelistInterval <= 0 {
 		opts.RelistInterval = time.Second
 	}
+	if opts.EventedRelistInterval <= 0 {
+		opts.EventedRelistInterval = 300 * time.Second
+	}
+	if opts.ContainerGCPeriod <= 0 {
+		opts.ContainerGCPeriod = time.Minute
+	}
 	if opts.HousekeepingInterval <= 0 {
 		opts.HousekeepingInterval = 2 * time.Second
 	}
@@ -239,8 +256,13 @@ func New(opts Options, config *source.PodConfig, podManager *podmanager.Manager,
 		admitRetry:       make(chan struct{}, 1),
 		admitRetryDelay:  opts.AdmitRetryInitial,
 	}
+	k.runtimePods = newRuntimeCache(rt.GetPods, runtimeCacheRefreshPeriod)
 	k.pleg = newPLEG(cri, opts.RelistInterval, opts.Metrics)
+	k.pleg.eventedInterval = opts.EventedRelistInterval
 	k.pleg.cache, k.pleg.statuses, k.pleg.wanted, k.pleg.syncing = k.cache, rt, k.hasPod, k.isSyncing
+	k.pleg.listed = func(sandboxes []*runtimeapi.PodSandbox, containers []*runtimeapi.Container, listedAt time.Time) {
+		k.runtimePods.set(kuberuntime.GroupRunningPods(sandboxes, containers), listedAt)
+	}
 	if gen, ok := rt.(podStatusGenerator); ok {
 		k.pleg.generator = gen
 	}
@@ -267,6 +289,7 @@ func (k *Kubelet) Run(ctx context.Context) error {
 		k.opts.Metrics.PodWorkerDuration.WithLabelValues(t.String()).Observe(d.Seconds())
 	})
 	go k.pleg.Run(ctx)
+	go k.runContainerGC(ctx)
 	k.syncLoop(ctx)
 	k.workers.Wait()
 	return nil
@@ -304,9 +327,11 @@ func (k *Kubelet) syncLoop(ctx context.Context) {
 			case source.RECONCILE:
 				k.HandlePodReconcile(ctx, u.Pods)
 			}
-		case uid := <-k.pleg.Events():
-			if k.podManager.GetPodByUID(uid) != nil || k.workers.IsKnown(uid) {
-				k.workers.Wake(uid)
+		case <-k.pleg.Ready():
+			for _, uid := range k.pleg.Take() {
+				if k.podManager.GetPodByUID(uid) != nil || k.workers.IsKnown(uid) {
+					k.workers.Wake(uid)
+				}
 			}
 		// A probe result change syncs the pod: a liveness or startup
 		// failure may kill the container, and readiness and startup show in

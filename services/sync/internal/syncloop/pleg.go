@@ -2,6 +2,7 @@ package syncloop
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	"go.uber.org/zap"
@@ -21,6 +22,11 @@ import (
 // kubelet's EventedPLEG), and a relist every interval that diffs sandbox and
 // container states (the kubelet's GenericPLEG), which is the only source on
 // runtimes without events (containerd 1.6) and the safety net otherwise.
+// While the event stream is live the relist runs every eventedInterval
+// instead of every interval, as the kubelet's generic PLEG runs at
+// eventedPlegRelistPeriod beside its EventedPLEG; when the stream is lost
+// the PLEG relists at once (events may have been missed) and then every
+// interval until the stream is live again.
 //
 // Before it wakes a worker it brings the pod's entry in the status cache up
 // to date, so the worker need not read the runtime: an event's status is
@@ -30,8 +36,15 @@ import (
 type pleg struct {
 	rt       runtimeapi.RuntimeServiceClient
 	interval time.Duration
-	metrics  *Metrics
-	events   chan types.UID
+	// eventedInterval is the relist period while the event stream is live
+	// (0: interval throughout).
+	eventedInterval time.Duration
+	metrics         *Metrics
+	// ready is signalled when pending gains a pod.
+	ready chan struct{}
+	// relistNow asks Run for a relist at once (the event stream went live
+	// or was lost).
+	relistNow chan struct{}
 
 	// cache receives the statuses; nil keeps none. statuses reads a pod's
 	// status for a relist; generator builds one from an event (nil: events
@@ -43,9 +56,40 @@ type pleg struct {
 	wanted    func(types.UID) bool
 	syncing   func(types.UID) bool
 
+	// listed receives every complete relist's listing and when it began
+	// (nil: nobody).
+	listed func(sandboxes []*runtimeapi.PodSandbox, containers []*runtimeapi.Container, listedAt time.Time)
+
 	// last is the state of every sandbox and container at the previous
 	// relist, keyed by ID.
 	last map[string]plegRecord
+
+	mu sync.Mutex
+	// pending holds the pods with a lifecycle change the sync loop has not
+	// taken yet. A set rather than a queue: neither the event stream nor a
+	// relist ever waits for a busy sync loop (a blocked stream reader
+	// makes the runtime drop the subscription), and a pod changed twice is
+	// woken once, which is enough since its status is already cached.
+	pending map[types.UID]struct{}
+	// received holds the newest event of each pod not yet handled, and
+	// eventsReady is signalled when it gains one: the stream reader only
+	// queues, so that it keeps up with a burst (a reader that falls behind
+	// is dropped by the runtime, and relisting takes over), and a pod's
+	// older unhandled event is dropped for its newer one, which carries
+	// the pod's whole current status (handleEvents).
+	received    map[types.UID]*runtimeapi.ContainerEventResponse
+	eventsReady chan struct{}
+	// eventsLive says the event stream is delivering.
+	eventsLive bool
+	// relisted says a complete relist has run; listedUIDs are the pods it
+	// listed a sandbox or container of. touched are the pods the runtime
+	// may have gained something of since, with when that was learned (an
+	// event, or a pod forgotten by housekeeping); a relist whose listing
+	// begins later drops them. Together they say which pods the runtime
+	// may hold anything of (runtimeMayHold).
+	relisted   bool
+	listedUIDs map[types.UID]struct{}
+	touched    map[types.UID]time.Time
 }
 
 // podStatusReader reads one pod's runtime status (Runtime.GetPodStatus).
@@ -64,24 +108,130 @@ type plegRecord struct {
 const containerStateOffset = 100
 
 func newPLEG(rt runtimeapi.RuntimeServiceClient, interval time.Duration, metrics *Metrics) *pleg {
-	return &pleg{rt: rt, interval: interval, metrics: metrics, events: make(chan types.UID, 1024), last: map[string]plegRecord{}}
+	return &pleg{
+		rt: rt, interval: interval, metrics: metrics,
+		ready: make(chan struct{}, 1), relistNow: make(chan struct{}, 1), eventsReady: make(chan struct{}, 1),
+		received: map[types.UID]*runtimeapi.ContainerEventResponse{},
+		last:     map[string]plegRecord{}, touched: map[types.UID]time.Time{}, pending: map[types.UID]struct{}{},
+	}
 }
 
-// Events carries the UIDs of pods with a lifecycle change.
-func (g *pleg) Events() <-chan types.UID { return g.events }
+// Ready is signalled when pods with a lifecycle change are waiting: Take
+// them.
+func (g *pleg) Ready() <-chan struct{} { return g.ready }
 
-// Run relists every interval and follows the event stream until ctx ends.
+// Take returns the pods with a lifecycle change since the last Take, each
+// once.
+func (g *pleg) Take() []types.UID {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	uids := make([]types.UID, 0, len(g.pending))
+	for uid := range g.pending {
+		uids = append(uids, uid)
+	}
+	clear(g.pending)
+	return uids
+}
+
+// Run follows the event stream and relists, at once and then every
+// relistPeriod, until ctx ends.
 func (g *pleg) Run(ctx context.Context) {
 	go g.watchEvents(ctx)
-	t := time.NewTicker(g.interval)
+	t := time.NewTimer(g.interval)
 	defer t.Stop()
 	for {
 		g.relist(ctx)
+		t.Reset(g.relistPeriod())
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
+		case <-g.relistNow:
 		}
+	}
+}
+
+// relistPeriod is eventedInterval while the event stream is live, else
+// interval. Matches the kubelet's EventedPLEG, which starts the generic
+// PLEG with eventedPlegRelistPeriod and, when the stream fails
+// (watchEventsChannel), restarts it with the default relist period.
+func (g *pleg) relistPeriod() time.Duration {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.eventsLive && g.eventedInterval > 0 {
+		return g.eventedInterval
+	}
+	return g.interval
+}
+
+// setEventsLive records whether the event stream delivers. Either change
+// asks for a relist at once: when the stream goes live, so that whatever
+// changed between the previous relist and the subscription is found (every
+// later change comes as an event), and when it is lost, because events may
+// have been missed (the kubelet's watchEventsChannel forces a relist on a
+// stream error too).
+func (g *pleg) setEventsLive(ctx context.Context, live bool) {
+	g.mu.Lock()
+	changed := g.eventsLive != live
+	g.eventsLive = live
+	g.mu.Unlock()
+	if !changed {
+		return
+	}
+	log := logctx.From(ctx)
+	if live {
+		log.Info("container events flowing, relisting less often", zap.Duration("relistInterval", g.relistPeriod()))
+	} else {
+		log.Warn("container event stream lost, relisting now", zap.Duration("relistInterval", g.interval))
+	}
+	select {
+	case g.relistNow <- struct{}{}:
+	default:
+	}
+}
+
+// touch records that the runtime may hold something of uid since at, which
+// the last relist cannot show.
+func (g *pleg) touch(uid types.UID, at time.Time) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if old, ok := g.touched[uid]; !ok || at.After(old) {
+		g.touched[uid] = at
+	}
+}
+
+// runtimeMayHold reports whether the runtime may hold a sandbox or
+// container of uid, as far as the PLEG knows: always until a complete
+// relist has run; after that, when the last complete relist listed one or
+// the pod was touched since its listing began. A false answer is only as
+// good as the assumption that nobody but the pod's own worker creates
+// anything for it.
+func (g *pleg) runtimeMayHold(uid types.UID) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if !g.relisted {
+		return true
+	}
+	if _, ok := g.listedUIDs[uid]; ok {
+		return true
+	}
+	_, ok := g.touched[uid]
+	return ok
+}
+
+// recordListing records what a complete relist whose listing began at listedAt
+// saw, and hands the listing on.
+func (g *pleg) recordListing(uids map[types.UID]struct{}, sandboxes []*runtimeapi.PodSandbox, containers []*runtimeapi.Container, listedAt time.Time) {
+	g.mu.Lock()
+	g.relisted, g.listedUIDs = true, uids
+	for uid, at := range g.touched {
+		if at.Before(listedAt) {
+			delete(g.touched, uid)
+		}
+	}
+	g.mu.Unlock()
+	if g.listed != nil {
+		g.listed(sandboxes, containers, listedAt)
 	}
 }
 
@@ -105,6 +255,7 @@ func (g *pleg) relist(ctx context.Context) {
 		return
 	}
 	now := make(map[string]plegRecord, len(sandboxes.GetItems())+len(containers.GetContainers()))
+	uids := make(map[types.UID]struct{}, len(sandboxes.GetItems()))
 	runningPods := 0
 	for _, sb := range sandboxes.GetItems() {
 		uid := types.UID(sb.GetLabels()[kuberuntime.KubernetesPodUIDLabel])
@@ -115,6 +266,7 @@ func (g *pleg) relist(ctx context.Context) {
 			runningPods++
 		}
 		now[sb.GetId()] = plegRecord{uid: uid, state: int32(sb.GetState()), sandbox: true}
+		uids[uid] = struct{}{}
 	}
 	byState := map[string]int{}
 	for _, c := range containers.GetContainers() {
@@ -124,6 +276,7 @@ func (g *pleg) relist(ctx context.Context) {
 		}
 		byState[containerStateLabel(c.GetState())]++
 		now[c.GetId()] = plegRecord{uid: uid, state: int32(c.GetState()) + containerStateOffset}
+		uids[uid] = struct{}{}
 	}
 	g.metrics.RunningPods.Set(float64(runningPods))
 	for _, s := range []string{"created", "running", "exited", "unknown"} {
@@ -142,9 +295,10 @@ func (g *pleg) relist(ctx context.Context) {
 		}
 	}
 	g.last = now
+	g.recordListing(uids, sandboxes.GetItems(), containers.GetContainers(), listedAt)
 	for uid := range changed {
 		g.updateCache(ctx, uid, now, listedAt)
-		g.send(ctx, uid)
+		g.send(uid)
 	}
 }
 
@@ -225,35 +379,29 @@ func containerStateLabel(s runtimeapi.ContainerState) string {
 	return "unknown"
 }
 
-func (g *pleg) send(ctx context.Context, uid types.UID) {
+// send hands the pod to the sync loop (Take) without waiting for it.
+func (g *pleg) send(uid types.UID) {
+	g.mu.Lock()
+	g.pending[uid] = struct{}{}
+	g.mu.Unlock()
 	select {
-	case g.events <- uid:
-	case <-ctx.Done():
+	case g.ready <- struct{}{}:
+	default:
 	}
 }
 
-// watchEvents follows GetContainerEvents, reconnecting after errors. A
-// runtime that does not implement it (Unimplemented) leaves relisting alone.
+// watchEvents follows GetContainerEvents, reconnecting after errors, until
+// ctx ends. A runtime that does not implement it (Unimplemented) leaves
+// relisting alone, at interval.
 func (g *pleg) watchEvents(ctx context.Context) {
 	log := logctx.From(ctx)
-	for ctx.Err() == nil {
-		stream, err := g.rt.GetContainerEvents(ctx, &runtimeapi.GetEventsRequest{})
-		if err == nil {
-			for {
-				var ev *runtimeapi.ContainerEventResponse
-				ev, err = stream.Recv()
-				if err != nil {
-					break
-				}
-				if uid := types.UID(ev.GetPodSandboxStatus().GetMetadata().GetUid()); uid != "" {
-					g.cacheEvent(ctx, uid, ev)
-					g.send(ctx, uid)
-				}
-			}
-		}
+	go g.handleEvents(ctx)
+	for {
+		err := g.followEvents(ctx)
 		if ctx.Err() != nil {
 			return
 		}
+		g.setEventsLive(ctx, false)
 		if status.Code(err) == codes.Unimplemented {
 			log.Info("runtime has no container events, relying on relist", zap.Duration("relistInterval", g.interval))
 			return
@@ -261,7 +409,76 @@ func (g *pleg) watchEvents(ctx context.Context) {
 		log.Warn("container event stream ended, reconnecting", zap.Error(err))
 		select {
 		case <-ctx.Done():
+			return
 		case <-time.After(2 * time.Second):
+		}
+	}
+}
+
+// followEvents opens the event stream and handles its events until it
+// fails, returning why. The stream counts as live once the runtime has
+// answered the call with headers: Header blocks until then, and answers
+// nothing when the call failed at once, as an Unimplemented one does (a
+// trailers-only answer, whose error Recv then returns). A gateway that
+// sends its headers only with the first event makes that first event the
+// moment the stream goes live.
+func (g *pleg) followEvents(ctx context.Context) error {
+	stream, err := g.rt.GetContainerEvents(ctx, &runtimeapi.GetEventsRequest{})
+	if err != nil {
+		return err
+	}
+	if md, _ := stream.Header(); md != nil {
+		g.setEventsLive(ctx, true)
+	}
+	for {
+		ev, err := stream.Recv()
+		if err != nil {
+			return err
+		}
+		g.setEventsLive(ctx, true)
+		if uid := types.UID(ev.GetPodSandboxStatus().GetMetadata().GetUid()); uid != "" {
+			g.queueEvent(uid, ev)
+		}
+	}
+}
+
+// queueEvent records that the runtime holds something of uid and queues
+// the event for handleEvents, replacing an older unhandled one of the pod.
+func (g *pleg) queueEvent(uid types.UID, ev *runtimeapi.ContainerEventResponse) {
+	now := time.Now()
+	g.mu.Lock()
+	if old, ok := g.touched[uid]; !ok || now.After(old) {
+		g.touched[uid] = now
+	}
+	if old, ok := g.received[uid]; !ok || ev.GetCreatedAt() >= old.GetCreatedAt() {
+		g.received[uid] = ev
+	}
+	g.mu.Unlock()
+	select {
+	case g.eventsReady <- struct{}{}:
+	default:
+	}
+}
+
+// handleEvents caches the status each queued event carries and wakes the
+// pod's worker, until ctx ends. Keeping only a pod's newest unhandled
+// event loses nothing: an event carries the status of every container of
+// its sandbox, and an event of another sandbox that drops an older one's
+// news is refused by the cache (SetFromEvent), which then reads.
+func (g *pleg) handleEvents(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-g.eventsReady:
+		}
+		g.mu.Lock()
+		batch := g.received
+		g.received = make(map[types.UID]*runtimeapi.ContainerEventResponse, len(batch))
+		g.mu.Unlock()
+		for uid, ev := range batch {
+			g.cacheEvent(ctx, uid, ev)
+			g.send(uid)
 		}
 	}
 }

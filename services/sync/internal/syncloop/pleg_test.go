@@ -85,13 +85,9 @@ func TestRelistReportsChangedPods(t *testing.T) {
 
 func drainUIDs(g *pleg) string {
 	var uids []string
-	for {
-		select {
-		case uid := <-g.events:
-			uids = append(uids, string(uid))
-		default:
-			sort.Strings(uids)
-			return strings.Join(uids, ",")
-		}
+	for _, uid := range g.Take() {
+		uids = append(uids, string(uid))
 	}
+	sort.Strings(uids)
+	return strings.Join(uids, ",")
 }

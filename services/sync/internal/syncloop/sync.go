@@ -54,11 +54,22 @@ func (k *Kubelet) readPodStatus(ctx context.Context, pod *v1.Pod) (*container.Po
 
 // podStatusForSync returns the runtime status a sync of pod starts from,
 // and when it was read: the cached status when it was read at or after the
-// end of the pod's previous sync, else a fresh read. The first sync of a pod
-// always reads. Matches the kubelet's podWorkerLoop, which takes
-// podCache.GetNewerThan(uid, lastSyncTime), except that it reads instead of
-// waiting for the PLEG.
+// end of the pod's previous sync, else a fresh read. Matches the kubelet's
+// podWorkerLoop, which takes podCache.GetNewerThan(uid, lastSyncTime),
+// except that it reads instead of waiting for the PLEG.
+//
+// The first sync of a pod the runtime holds nothing of starts from an empty
+// status without a read, as the kubelet's GetNewerThan answers a pod
+// missing from its cache with an empty PodStatus once a relist is newer
+// than the (zero) last sync time. It is safe only when nothing can exist:
+// the pod has no cache entry (not even an invalidation), and a complete
+// relist has run since sync started and neither it nor any later event
+// showed anything of the pod (pleg.runtimeMayHold); only the pod's own
+// worker creates sandboxes and containers for it, and this is its first
+// sync. Before the first relist completes (sync just restarted, pods may
+// already run) every first sync reads.
 func (k *Kubelet) podStatusForSync(ctx context.Context, pod *v1.Pod) (*container.PodStatus, time.Time, error) {
+	now := time.Now()
 	k.mu.Lock()
 	since, synced := k.lastSync[pod.UID]
 	k.mu.Unlock()
@@ -66,6 +77,8 @@ func (k *Kubelet) podStatusForSync(ctx context.Context, pod *v1.Pod) (*container
 		if podStatus, readAt, ok := k.cache.GetNewerThan(pod.UID, since); ok {
 			return podStatus, readAt, nil
 		}
+	} else if !k.cache.Has(pod.UID) && !k.pleg.runtimeMayHold(pod.UID) {
+		return &container.PodStatus{ID: pod.UID, Name: pod.Name, Namespace: pod.Namespace}, now, nil
 	}
 	return k.readPodStatus(ctx, pod)
 }
@@ -84,6 +97,10 @@ func (k *Kubelet) forgetPodStatus(uid types.UID) {
 	delete(k.lastSync, uid)
 	k.mu.Unlock()
 	k.cache.Delete(uid)
+	// The pod's next first sync (a static pod re-added with the same
+	// UID) must read what the runtime may still hold of it, until a relist
+	// shows otherwise.
+	k.pleg.touch(uid, time.Now())
 }
 
 // publishStatus generates the pod's API status from podStatus and publishes
