@@ -16,8 +16,9 @@
 // BenchmarkPodSync makes, per iteration, the eleven CRI calls sync makes to
 // start one pod (status lists by pod UID, RunPodSandbox, PodSandboxStatus,
 // ImageStatus, CreateContainer, StartContainer, the statuses again), pods
-// accumulating as in a burst, and adds a fourth way, gateway+events, with a
-// GetContainerEvents subscriber attached as sync keeps one:
+// accumulating as in a burst, and adds gateway+events, with a
+// GetContainerEvents subscriber attached as sync keeps one, and
+// gateway+2events, with a second subscriber beside it:
 //
 //	go test -run '^$' -bench PodSync -benchtime 1000x ./bench/
 //

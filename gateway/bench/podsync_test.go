@@ -151,14 +151,15 @@ func syncPod(ctx context.Context, c podSyncCalls, logRoot string, i int) error {
 // BenchmarkPodSync starts one pod per iteration with the calls sync makes
 // (syncPod), direct, over plain gRPC and through the gateway, and through
 // the gateway with a GetContainerEvents subscriber draining the events, as
-// sync's evented lifecycle keeps one open; p50-ns and p99-ns are per pod,
+// sync's evented lifecycle keeps one open, and with two such subscribers
+// (sync and a watcher, which share each event's encoding); p50-ns and p99-ns are per pod,
 // and calls/s the CRI calls served per second. Pods accumulate, as in a
 // burst: use -benchtime Nx with the burst size.
 //
 //	go test -run '^$' -bench PodSync -benchtime 2000x ./bench/
 func BenchmarkPodSync(b *testing.B) {
 	ctx := context.Background()
-	for _, way := range []string{"direct", "grpc", "gateway", "gateway+events"} {
+	for _, way := range []string{"direct", "grpc", "gateway", "gateway+events", "gateway+2events"} {
 		b.Run(way, func(b *testing.B) {
 			rt := fake.New(fake.Options{})
 			b.Cleanup(func() { rt.Close() })
@@ -176,7 +177,13 @@ func BenchmarkPodSync(b *testing.B) {
 			default:
 				gw := gatewayServer(b, rt)
 				c = gw
+				// One subscriber as sync; with 2events a second, as a
+				// watcher (crictl, the burst harness) beside sync.
 				events := drainEvents(b, gw)
+				if way == "gateway+2events" {
+					events2 := drainEvents(b, gw)
+					defer func() { b.ReportMetric(float64(events2())/float64(b.N), "events2/pod") }()
+				}
 				// 4 per pod (sandbox and container created and started),
 				// less those sent before the subscription took.
 				defer func() { b.ReportMetric(float64(events())/float64(b.N), "events/pod") }()

@@ -14,23 +14,19 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
-// deadlineUnary gives a unary call the configured default deadline when the
-// caller set none, so a wedged runtime cannot hold a caller forever. A
-// caller's own deadline always wins.
-func (s *Server) deadlineUnary(ctx context.Context, req any, _ *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+// defaultDeadline is the deadline step of the unary chain (unaryChain): it
+// reports the timeout a unary call gets when the caller set no deadline, so
+// a wedged runtime cannot hold a caller forever, or false when the call
+// keeps the deadline it has (a caller's own deadline always wins) or must
+// get none.
+func (s *Server) defaultDeadline(ctx context.Context, req any) (time.Duration, bool) {
 	if s.cfg.DefaultTimeout <= 0 {
-		return handler(ctx, req)
+		return 0, false
 	}
 	if _, ok := ctx.Deadline(); ok {
-		return handler(ctx, req)
+		return 0, false
 	}
-	timeout, ok := callTimeout(req, s.cfg.DefaultTimeout)
-	if !ok {
-		return handler(ctx, req)
-	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	return handler(ctx, req)
+	return callTimeout(req, s.cfg.DefaultTimeout)
 }
 
 // callTimeout is the deadline a request gets from the default timeout d, or
@@ -68,7 +64,7 @@ func callTimeout(req any, d time.Duration) (time.Duration, bool) {
 // watcher such as sync to reconnect (to the next gateway) rather than give up.
 var errShuttingDown = fmt.Errorf("gateway is shutting down: %w", errdefs.ErrUnavailable)
 
-// streamLifetime is the stream counterpart of deadlineUnary. Streams never get
+// streamLifetime is the stream counterpart of defaultDeadline. Streams never get
 // a default deadline (GetContainerEvents is meant to live as long as its
 // client), but CRI streams end when the server shuts down so a graceful stop
 // does not wait for watchers that never hang up. Health watches are left

@@ -1,8 +1,6 @@
 package server
 
 import (
-	"context"
-
 	"github.com/containerd/errdefs/pkg/errgrpc"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -24,14 +22,6 @@ func toStatus(err error) error {
 		return status.Error(codes.Unknown, err.Error())
 	}
 	return out
-}
-
-func (s *Server) convertErrorsUnary(ctx context.Context, req any, _ *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
-	resp, err := handler(ctx, req)
-	if err != nil {
-		return nil, toStatus(err)
-	}
-	return resp, nil
 }
 
 func (s *Server) convertErrorsStream(srv any, ss grpc.ServerStream, _ *grpc.StreamServerInfo, handler grpc.StreamHandler) error {

@@ -27,17 +27,10 @@ func operation(fullMethod string) string {
 	return fullMethod
 }
 
-// observeUnary records metrics and one log line per call and gives the layers
-// below a logger that names the method. It sits outside error conversion so
-// it sees the final gRPC code.
-func (s *Server) observeUnary(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
-	m := s.method(info.FullMethod)
-	start := time.Now()
-	resp, err := handler(logctx.With(ctx, m.log), req)
-	s.record(m, start, err)
-	return resp, err
-}
-
+// observeStream records metrics and one log line per call and gives the
+// layers below a logger that names the method. It sits outside error
+// conversion so it sees the final gRPC code. (unaryChain does the same for
+// unary calls.)
 func (s *Server) observeStream(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
 	m := s.method(info.FullMethod)
 	start := time.Now()

@@ -1,7 +1,6 @@
 package server
 
 import (
-	"context"
 	"fmt"
 
 	"github.com/containerd/errdefs"
@@ -9,17 +8,9 @@ import (
 	"google.golang.org/grpc"
 )
 
-// recoverUnary turns a panic in anything below it into an Internal error for
-// that one call, so one bad request cannot take the node's runtime access down.
-func (s *Server) recoverUnary(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (resp any, err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			resp, err = nil, s.panicError(info.FullMethod, r)
-		}
-	}()
-	return handler(ctx, req)
-}
-
+// recoverStream turns a panic in anything below it into an Internal error for
+// that one call, so one bad request cannot take the node's runtime access
+// down. (unaryChain does the same for unary calls.)
 func (s *Server) recoverStream(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) (err error) {
 	defer func() {
 		if r := recover(); r != nil {

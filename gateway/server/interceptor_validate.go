@@ -1,23 +1,22 @@
 package server
 
 import (
-	"context"
 	"fmt"
 
 	"github.com/containerd/errdefs"
-	"google.golang.org/grpc"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
-// validateUnary refuses requests missing a field the runtime cannot do
-// without, before the backend or the policy sees them. Runtimes check these
-// too, but each words it differently (containerd answers an empty container ID
-// with NotFound); one InvalidArgument naming the field is clearer to callers.
-func (s *Server) validateUnary(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+// validate is the validation step of the unary chain (unaryChain): it
+// refuses requests missing a field the runtime cannot do without, before the
+// backend or the policy sees them. Runtimes check these too, but each words
+// it differently (containerd answers an empty container ID with NotFound);
+// one InvalidArgument naming the field is clearer to callers.
+func validate(fullMethod string, req any) error {
 	if field := missingField(req); field != "" {
-		return nil, &missingFieldError{method: operation(info.FullMethod), field: field}
+		return &missingFieldError{method: operation(fullMethod), field: field}
 	}
-	return handler(ctx, req)
+	return nil
 }
 
 // missingFieldError wraps errdefs.ErrInvalidArgument with a message naming

@@ -28,7 +28,7 @@ type broker struct {
 }
 
 type subscriber struct {
-	ch      chan *runtimeapi.ContainerEventResponse
+	ch      chan *event
 	dropped bool // set before ch is closed for overflow
 }
 
@@ -43,7 +43,7 @@ func (b *broker) subscribe() (uint64, *subscriber, error) {
 		return 0, nil, fmt.Errorf("container events: %w: %w", errClosed, errdefs.ErrUnavailable)
 	}
 	b.nextID++
-	s := &subscriber{ch: make(chan *runtimeapi.ContainerEventResponse, b.buf)}
+	s := &subscriber{ch: make(chan *event, b.buf)}
 	b.subs[b.nextID] = s
 	b.count.Add(1)
 	return b.nextID, s, nil
@@ -63,10 +63,15 @@ func (b *broker) unsubscribe(id uint64) {
 // not built.
 func (b *broker) active() bool { return b.count.Load() > 0 }
 
-// publish hands ev to every subscriber without blocking.
-func (b *broker) publish(ev *runtimeapi.ContainerEventResponse) {
+// publish hands resp to every subscriber without blocking, as one event
+// whose wire encoding the subscribers share (see event.send).
+func (b *broker) publish(resp *runtimeapi.ContainerEventResponse) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	// fanout is set before the event is handed out, so no subscriber reads
+	// it while it changes; a subscriber dropped below still counts, which
+	// at worst prepares an encoding only one stream uses.
+	ev := &event{resp: resp, fanout: len(b.subs)}
 	for id, s := range b.subs {
 		select {
 		case s.ch <- ev:
@@ -114,12 +119,15 @@ func (r *Runtime) emitLocked(containerID string, sb *sandbox, typ runtimeapi.Con
 // until it goes away or the runtime closes. Every subscriber gets every
 // event from the moment it subscribed, in the order the state changed.
 // Events are shared between subscribers: a caller of this method in the
-// same process (not over gRPC) must treat them as read-only.
+// same process (not over gRPC) must treat them as read-only. Over gRPC an
+// event is marshalled once for all subscribers that share a wire encoding
+// (events_wire.go), not once per subscriber.
 func (r *Runtime) GetContainerEvents(req *runtimeapi.GetEventsRequest, stream grpc.ServerStreamingServer[runtimeapi.ContainerEventResponse]) error {
 	ctx := stream.Context()
 	if err := r.inject(ctx, "GetContainerEvents"); err != nil {
 		return err
 	}
+	wire := wireEncoding(ctx)
 	id, sub, err := r.events.subscribe()
 	if err != nil {
 		return err
@@ -138,11 +146,11 @@ func (r *Runtime) GetContainerEvents(req *runtimeapi.GetEventsRequest, stream gr
 				// As containerd ends the stream when its queue closes.
 				return fmt.Errorf("container events subscription closed by server: %w", errdefs.ErrUnavailable)
 			}
-			// The event is shared by every subscriber and sent as is: it is
-			// built fresh by emitLocked and never written after publish,
-			// and Send only reads it to marshal it. (A per-subscriber deep
-			// copy of the pod's statuses cost more than the send.)
-			if err := stream.Send(ev); err != nil {
+			// The event is shared by every subscriber: it is built fresh by
+			// emitLocked and never written after publish, and sending only
+			// reads it. (A per-subscriber deep copy of the pod's statuses
+			// cost more than the send.)
+			if err := ev.send(stream, wire); err != nil {
 				return err
 			}
 		}

@@ -138,6 +138,14 @@ func (i *image) toCRI() *runtimeapi.Image {
 // resolveImage finds an image by reference or by ID ("sha256:<hex>" or the
 // bare hex), as containerd's LocalResolve accepts both.
 func (s *store) resolveImage(ref string) (*image, error) {
+	// A ref already in normal form, as the kubelet passes back the refs
+	// ImageStatus and PullImage returned, needs no parsing: the keys of
+	// imageRefs are normal forms, and normalizing one gives it back.
+	if id, ok := s.imageRefs[ref]; ok {
+		if img, ok := s.images[id]; ok {
+			return img, nil
+		}
+	}
 	id := ""
 	switch {
 	case strings.HasPrefix(ref, "sha256:"):
