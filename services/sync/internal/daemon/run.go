@@ -251,7 +251,7 @@ func addOps(mux *http.ServeMux, reg *prometheus.Registry, profiling bool) {
 func logInterceptor(log *zap.Logger) connect.Interceptor {
 	return connect.UnaryInterceptorFunc(func(next connect.UnaryFunc) connect.UnaryFunc {
 		return func(ctx context.Context, req connect.AnyRequest) (connect.AnyResponse, error) {
-			l := log.With(zap.String("procedure", req.Spec().Procedure))
+			l := log.WithLazy(zap.String("procedure", req.Spec().Procedure))
 			resp, err := next(logctx.With(ctx, l), req)
 			if err != nil {
 				l.Info("request failed", zap.Error(err))

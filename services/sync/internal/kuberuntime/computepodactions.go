@@ -47,7 +47,7 @@ func computePodActions(ctx context.Context, pod *v1.Pod, podStatus *container.Po
 	if podStatus == nil {
 		podStatus = &container.PodStatus{}
 	}
-	log := loggerFrom(ctx).With(zap.String("pod", pod.Namespace+"/"+pod.Name))
+	log := loggerFrom(ctx).WithLazy(zap.String("pod", pod.Namespace+"/"+pod.Name))
 
 	createPodSandbox, attempt, sandboxID := podSandboxChanged(ctx, pod, podStatus)
 	changes := PodActions{

@@ -356,7 +356,7 @@ func makeTerminationMessageMount(ctx context.Context, pod *v1.Pod, c *v1.Contain
 	if c.TerminationMessagePath == "" {
 		return nil
 	}
-	log := loggerFrom(ctx).With(zap.String("pod", pod.Namespace+"/"+pod.Name), zap.String("container", c.Name))
+	log := loggerFrom(ctx).WithLazy(zap.String("pod", pod.Namespace+"/"+pod.Name), zap.String("container", c.Name))
 	fs := opts.fs()
 	dir := filepath.Join(orDefault(opts.PodContainersRoot, DefaultPodsDir), string(pod.UID), "containers", c.Name)
 	if err := fs.MkdirAll(dir, 0o750); err != nil {

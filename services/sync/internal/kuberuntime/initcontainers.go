@@ -37,7 +37,7 @@ func computeInitContainerActions(ctx context.Context, pod *v1.Pod, podStatus *co
 	if len(pod.Spec.InitContainers) == 0 {
 		return true
 	}
-	log := loggerFrom(ctx).With(zap.String("pod", pod.Namespace+"/"+pod.Name))
+	log := loggerFrom(ctx).WithLazy(zap.String("pod", pod.Namespace+"/"+pod.Name))
 
 	// A regular container that was created or runs proves initialization
 	// happened, even if the init containers' records are gone. An exited one

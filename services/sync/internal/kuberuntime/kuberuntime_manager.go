@@ -104,6 +104,9 @@ func NewManager(rt runtimeapi.RuntimeServiceClient, img runtimeapi.ImageServiceC
 	if opts.Recorder == nil {
 		opts.Recorder = noRecorder{}
 	}
+	if opts.Sandbox.resolv == nil {
+		opts.Sandbox.resolv = &resolvConfCache{}
+	}
 	m := &Manager{runtime: rt, images: img, opts: opts, waiting: map[types.UID]map[string]WaitingReason{}}
 	m.hooks = lifecycle.NewHandlerRunner(lifecycle.Options{Execer: m, PodStatus: m, Recorder: opts.Recorder})
 	return m

@@ -26,7 +26,7 @@ import (
 // sandbox's name never collides with an old one the runtime still holds.
 // podStatus.SandboxStatuses must be newest first.
 func podSandboxChanged(ctx context.Context, pod *v1.Pod, podStatus *container.PodStatus) (changed bool, attempt uint32, sandboxID string) {
-	log := loggerFrom(ctx).With(zap.String("pod", pod.Namespace+"/"+pod.Name))
+	log := loggerFrom(ctx).WithLazy(zap.String("pod", pod.Namespace+"/"+pod.Name))
 	if len(podStatus.SandboxStatuses) == 0 {
 		log.Debug("no sandbox for pod, need to start a new one")
 		return true, 0, ""

@@ -70,6 +70,9 @@ type SandboxOptions struct {
 	NodeIPs []string
 	// ReadFile reads ResolvConf; nil means os.ReadFile. Tests inject one.
 	ReadFile func(path string) ([]byte, error)
+	// resolv caches the parsed ResolvConf when ReadFile is nil (NewManager
+	// sets it; nil reads the file every time).
+	resolv *resolvConfCache
 	// PodLogsRoot holds the pods' log directories; empty means
 	// DefaultPodLogsRoot.
 	PodLogsRoot string
@@ -120,7 +123,7 @@ func BuildPodLogsDirectory(root, namespace, name, uid string) string {
 // It creates nothing on disk; the caller creates the log directory before
 // RunPodSandbox, as the kubelet's createPodSandbox does.
 func generatePodSandboxConfig(ctx context.Context, pod *v1.Pod, attempt uint32, opts SandboxOptions) (*runtimeapi.PodSandboxConfig, error) {
-	log := loggerFrom(ctx).With(zap.String("pod", pod.Namespace+"/"+pod.Name))
+	log := loggerFrom(ctx).WithLazy(zap.String("pod", pod.Namespace+"/"+pod.Name))
 	config := &runtimeapi.PodSandboxConfig{
 		Metadata: &runtimeapi.PodSandboxMetadata{
 			Name:      pod.Name,
@@ -509,7 +512,7 @@ func getPodDNSType(pod *v1.Pod) (podDNSType, error) {
 //   - spec.dnsConfig is then merged in, and the result cut to the resolver's
 //     limits.
 func podDNSConfig(ctx context.Context, pod *v1.Pod, opts SandboxOptions) (*runtimeapi.DNSConfig, error) {
-	log := loggerFrom(ctx).With(zap.String("pod", pod.Namespace+"/"+pod.Name))
+	log := loggerFrom(ctx).WithLazy(zap.String("pod", pod.Namespace+"/"+pod.Name))
 	dns, err := hostDNSConfig(opts)
 	if err != nil {
 		return nil, err
@@ -569,6 +572,9 @@ func hostDNSConfig(opts SandboxOptions) (*runtimeapi.DNSConfig, error) {
 	}
 	read := opts.ReadFile
 	if read == nil {
+		if opts.resolv != nil {
+			return opts.resolv.get(path)
+		}
 		read = os.ReadFile
 	}
 	data, err := read(path)

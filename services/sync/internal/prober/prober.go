@@ -50,7 +50,7 @@ func (pb *prober) probe(ctx context.Context, pt probeType, pod *v1.Pod, status v
 	if spec == nil {
 		return kuberuntime.ProbeSuccess, nil
 	}
-	log := logctx.From(ctx).With(zap.String("probeType", pt.String()), zap.String("pod", pod.Namespace+"/"+pod.Name), zap.String("container", c.Name))
+	log := logctx.From(ctx).WithLazy(zap.String("probeType", pt.String()), zap.String("pod", pod.Namespace+"/"+pod.Name), zap.String("container", c.Name))
 
 	res, output, err := pb.runProbeWithRetries(ctx, spec, pod, status, c, id, maxProbeRetries)
 	if err != nil {

@@ -51,7 +51,7 @@ func (k *Kubelet) canAdmitPod(ctx context.Context, pod *v1.Pod) admitOutcome {
 // and retries, Ignore admits; a pod the runtime already runs (sync
 // restarted) is admitted either way.
 func (k *Kubelet) admitWith(ctx context.Context, pod *v1.Pod, res AdmitResult, err error) admitOutcome {
-	log := logctx.From(ctx).With(zap.String("pod", pod.Namespace+"/"+pod.Name), zap.String("podUID", string(pod.UID)))
+	log := logctx.From(ctx).WithLazy(zap.String("pod", pod.Namespace+"/"+pod.Name), zap.String("podUID", string(pod.UID)))
 	gone := map[types.UID]bool{}
 	for round := 0; ; round++ {
 		if err != nil {

@@ -266,7 +266,7 @@ func (p *PodWorkers) Known() []types.UID {
 // the newest pending update and runs the step of the pod's state.
 func (p *PodWorkers) podWorkerLoop(uid types.UID, s *podSyncStatus) {
 	defer p.wg.Done()
-	log := logctx.From(p.ctx).With(zap.String("podUID", string(uid)))
+	log := logctx.From(p.ctx).WithLazy(zap.String("podUID", string(uid)))
 	for {
 		select {
 		case <-p.ctx.Done():
@@ -296,7 +296,7 @@ func (p *PodWorkers) podWorkerLoop(uid types.UID, s *podSyncStatus) {
 		if update != nil {
 			updateType = update.UpdateType
 		}
-		ctx := logctx.With(stepCtx, log.With(zap.String("pod", pod.Namespace+"/"+pod.Name)))
+		ctx := logctx.With(stepCtx, log.WithLazy(zap.String("pod", pod.Namespace+"/"+pod.Name)))
 		start := time.Now()
 		var err error
 		var isTerminal bool
