@@ -157,6 +157,15 @@ func (m *Manager) GetPodStatus(uid types.UID) (v1.PodStatus, bool) {
 	return s, ok
 }
 
+// GetPodPhase returns the phase of the pod's recorded status, without
+// copying the status (admission asks it of every pod for every batch).
+func (m *Manager) GetPodPhase(uid types.UID) (v1.PodPhase, bool) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	s, ok := m.statuses[uid]
+	return s.Phase, ok
+}
+
 // SetPodStatus records a pod's generated status and tells subscribers when
 // it differs from the previous one. A pod no longer known is ignored (its
 // worker finished after the pod was removed).

@@ -67,3 +67,19 @@ func TestStatusOfUnknownPodIgnored(t *testing.T) {
 		t.Error("status kept for a pod the manager does not know")
 	}
 }
+
+func TestGetPodPhase(t *testing.T) {
+	m := New()
+	p := testPod("1", "web")
+	m.AddPod(p)
+	if phase, ok := m.GetPodPhase(p.UID); ok {
+		t.Errorf("phase %q before any status was set", phase)
+	}
+	m.SetPodStatus(p.UID, v1.PodStatus{Phase: v1.PodFailed})
+	if phase, ok := m.GetPodPhase(p.UID); !ok || phase != v1.PodFailed {
+		t.Errorf("GetPodPhase = %q, %v; want Failed, true", phase, ok)
+	}
+	if _, ok := m.GetPodPhase("other"); ok {
+		t.Error("phase for a pod the manager does not know")
+	}
+}

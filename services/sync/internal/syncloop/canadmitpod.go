@@ -156,7 +156,7 @@ func (k *Kubelet) activePods(except *v1.Pod, gone map[types.UID]bool) []*v1.Pod 
 		if notAdmitted {
 			continue
 		}
-		if s, ok := k.podManager.GetPodStatus(p.UID); ok && isTerminalPhase(s.Phase) && !k.workers.IsPodTerminationRequested(p.UID) {
+		if phase, ok := k.podManager.GetPodPhase(p.UID); ok && isTerminalPhase(phase) && !k.workers.IsPodTerminationRequested(p.UID) {
 			continue
 		}
 		active = append(active, p)
