@@ -11,6 +11,8 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"path/filepath"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"syscall"
@@ -60,6 +62,15 @@ func main() {
 			fail(err)
 		}
 	}
+	if cfg.ProfileDir != "" {
+		// The harness shares the cores with what it measures; its own
+		// profile says what it costs.
+		stopProfile, err := profileSelf(filepath.Join(cfg.ProfileDir, "harness.pprof"))
+		if err != nil {
+			fail(err)
+		}
+		defer stopProfile()
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	ctx = harness.WithLogger(ctx, logger)
@@ -98,6 +109,26 @@ func main() {
 	if err != nil {
 		fail(err)
 	}
+}
+
+// profileSelf writes this process's CPU profile to path until the returned
+// function is called.
+func profileSelf(path string) (func(), error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return nil, err
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("profile the harness: %w", err)
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+	}, nil
 }
 
 func parseInts(s string) ([]int, error) {
