@@ -24,7 +24,7 @@ fi
 # The containerd comparisons: the gateway's added latency per CRI call, and
 # pod start of BENCH_CONTAINERD_N busybox pods (default 20) through splitlet
 # vs the same CRI calls issued directly (bench/cmd/splitlet-bench -runtime
-# containerd; BENCH_CONTAINERD_ROUNDS rounds, default 3; JSON to
+# containerd; BENCH_CONTAINERD_ROUNDS rounds (even), default 4; JSON to
 # BENCH_CONTAINERD_OUT, default _out/bench/containerd.json). They need root
 # (a private containerd) and are skipped without it; the rest still runs.
 if [ "${BENCH_CONTAINERD:-1}" != 0 ] && [ "$(id -u)" != 0 ]; then
@@ -48,7 +48,7 @@ elif [ "${BENCH_CONTAINERD:-1}" != 0 ]; then
   mkdir -p "$(dirname "$ctr_out")"
   (cd "$root/bench" && run go run ./cmd/splitlet-bench -runtime containerd \
     -containerd-endpoint "unix://$CONTAINERD_SOCK" -bin "$root/bin" \
-    -n "${BENCH_CONTAINERD_N:-20}" -rounds "${BENCH_CONTAINERD_ROUNDS:-3}" -out "$ctr_out")
+    -n "${BENCH_CONTAINERD_N:-20}" -rounds "${BENCH_CONTAINERD_ROUNDS:-4}" -out "$ctr_out")
   containerd_stop
 fi
 

@@ -44,7 +44,7 @@ func main() {
 	runtime := flag.String("runtime", "fake", "fake: splitlet on the gateway's fake backend (and the kubelet); containerd: splitlet vs direct CRI calls on a real containerd")
 	ctr := harness.CtrConfig{}
 	flag.StringVar(&ctr.Endpoint, "containerd-endpoint", "", "containerd's CRI endpoint for -runtime containerd (unix:///path)")
-	flag.IntVar(&ctr.Rounds, "rounds", 3, "-runtime containerd: rounds of each side, alternating which goes first")
+	flag.IntVar(&ctr.Rounds, "rounds", 4, "-runtime containerd: rounds of each side, alternating which goes first (even)")
 	flag.StringVar(&ctr.Image, "image", "docker.io/library/busybox:1.36", "-runtime containerd: busybox image already in containerd (hack/images.sh)")
 	flag.BoolVar(&ctr.HostNetwork, "host-network", true, "-runtime containerd: run the pods on the host network (false needs CNI)")
 	flag.Parse()

@@ -72,6 +72,12 @@ func (c *CtrConfig) validate() error {
 		return fmt.Errorf("containerd endpoint %q: want unix:///path", c.Endpoint)
 	case c.N < 1 || c.Rounds < 1:
 		return errors.New("pods and rounds must be at least 1")
+	case c.Rounds%2 != 0:
+		// containerd gets slower as it ages through a run (CreateContainer
+		// 9 ms in the first run, 16-18 ms by the fourth), so the side that
+		// goes second in a round is measured on an older containerd. With
+		// an even number of rounds each side goes first equally often.
+		return fmt.Errorf("rounds must be even so that each side goes first as often as the other, got %d", c.Rounds)
 	case c.Image == "":
 		return errors.New("no image")
 	case c.Timeout <= 0:
@@ -301,8 +307,18 @@ func cleanRuntime(ctx context.Context, rt runtimeapi.RuntimeServiceClient) error
 	for _, sb := range left.GetItems() {
 		errs = append(errs, fmt.Errorf("clean runtime: sandbox %s (%s) still there", sb.GetId(), sb.GetMetadata().GetName()))
 	}
+	// containerd goes on cleaning up after removals (metadata garbage
+	// collection, snapshot directories); a run started at once shares the
+	// machine with that work: CreateContainer took 5 ms or 10 ms depending
+	// on how soon after a cleanup it ran. Every run of either side starts
+	// after the same pause, whoever removed the pods (sync removes its own
+	// as well).
+	time.Sleep(ctrSettle)
 	return errors.Join(errs...)
 }
+
+// ctrSettle is how long a run waits after removing the previous run's pods.
+const ctrSettle = 3 * time.Second
 
 // ctrPodNames names a run's pods, e.g. ctr-d-c1-00 for the direct side's
 // first pod of the concurrent mode in round 1; names differ between runs so

@@ -342,3 +342,25 @@ func TestPodObserverMarksVanishedAfterRewatch(t *testing.T) {
 		t.Error("a pod never seen is marked gone")
 	}
 }
+
+func TestCtrConfigValidate(t *testing.T) {
+	ok := CtrConfig{Endpoint: "unix:///run/c.sock", N: 20, Rounds: 4, Image: "busybox", Timeout: time.Second}
+	for _, tc := range []struct {
+		desc    string
+		mutate  func(*CtrConfig)
+		wantErr bool
+	}{
+		{desc: "valid", mutate: func(*CtrConfig) {}},
+		{desc: "odd rounds favour the side that goes first", mutate: func(c *CtrConfig) { c.Rounds = 3 }, wantErr: true},
+		{desc: "no rounds", mutate: func(c *CtrConfig) { c.Rounds = 0 }, wantErr: true},
+		{desc: "tcp endpoint", mutate: func(c *CtrConfig) { c.Endpoint = "tcp://127.0.0.1:1" }, wantErr: true},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			c := ok
+			tc.mutate(&c)
+			if err := c.validate(); (err != nil) != tc.wantErr {
+				t.Errorf("validate = %v, wantErr %v", err, tc.wantErr)
+			}
+		})
+	}
+}
