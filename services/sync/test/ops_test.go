@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -59,14 +60,19 @@ func TestMetrics(t *testing.T) {
 		body = string(raw)
 		return strings.Contains(body, "kubelet_running_pods 1"), "kubelet_running_pods is not 1"
 	})
-	for _, name := range []string{
+	want := []string{
 		"kubelet_pod_start_duration_seconds_count 1",
 		"kubelet_pod_worker_duration_seconds_count{operation_type=\"create\"}",
 		`kubelet_running_containers{container_state="running"} 1`,
 		"kubelet_pleg_relist_duration_seconds_count",
-	} {
+	}
+	if os.Getenv("GOGC") == "" {
+		// sync's own garbage collector target when GOGC is not set.
+		want = append(want, "go_gc_gogc_percent 200")
+	}
+	for _, name := range want {
 		if !strings.Contains(body, name) {
-			t.Errorf("/metrics lacks %q", name)
+			t.Errorf("/metrics lacks %q in:\n%s", name, grepLines(body, "kubelet_running"))
 		}
 	}
 }
@@ -107,4 +113,15 @@ func TestHousekeepingOrphans(t *testing.T) {
 	if !found {
 		t.Errorf("the foreign pod's sandbox was stopped or removed")
 	}
+}
+
+// grepLines returns the lines of s that contain sub.
+func grepLines(s, sub string) string {
+	var out []string
+	for _, l := range strings.Split(s, "\n") {
+		if strings.Contains(l, sub) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
 }

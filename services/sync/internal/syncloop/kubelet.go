@@ -288,6 +288,7 @@ func (k *Kubelet) Run(ctx context.Context) error {
 	k.workers = worker.New(ctx, k, k.opts.ResyncInterval, k.opts.BackOffPeriod, func(t worker.UpdateType, d time.Duration) {
 		k.opts.Metrics.PodWorkerDuration.WithLabelValues(t.String()).Observe(d.Seconds())
 	})
+	k.opts.Metrics.setRefresh(func() { k.pleg.refreshRunning(ctx) })
 	go k.pleg.Run(ctx)
 	go k.runContainerGC(ctx)
 	k.syncLoop(ctx)

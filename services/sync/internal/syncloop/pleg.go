@@ -256,32 +256,23 @@ func (g *pleg) relist(ctx context.Context) {
 	}
 	now := make(map[string]plegRecord, len(sandboxes.GetItems())+len(containers.GetContainers()))
 	uids := make(map[types.UID]struct{}, len(sandboxes.GetItems()))
-	runningPods := 0
 	for _, sb := range sandboxes.GetItems() {
 		uid := types.UID(sb.GetLabels()[kuberuntime.KubernetesPodUIDLabel])
 		if uid == "" {
 			continue
 		}
-		if sb.GetState() == runtimeapi.PodSandboxState_SANDBOX_READY {
-			runningPods++
-		}
 		now[sb.GetId()] = plegRecord{uid: uid, state: int32(sb.GetState()), sandbox: true}
 		uids[uid] = struct{}{}
 	}
-	byState := map[string]int{}
 	for _, c := range containers.GetContainers() {
 		uid := types.UID(c.GetLabels()[kuberuntime.KubernetesPodUIDLabel])
 		if uid == "" {
 			continue
 		}
-		byState[containerStateLabel(c.GetState())]++
 		now[c.GetId()] = plegRecord{uid: uid, state: int32(c.GetState()) + containerStateOffset}
 		uids[uid] = struct{}{}
 	}
-	g.metrics.RunningPods.Set(float64(runningPods))
-	for _, s := range []string{"created", "running", "exited", "unknown"} {
-		g.metrics.RunningContainers.WithLabelValues(s).Set(float64(byState[s]))
-	}
+	g.metrics.setRunning(sandboxes.GetItems(), containers.GetContainers())
 
 	changed := map[types.UID]bool{}
 	for id, rec := range now {
@@ -300,6 +291,26 @@ func (g *pleg) relist(ctx context.Context) {
 		g.updateCache(ctx, uid, now, listedAt)
 		g.send(uid)
 	}
+}
+
+// refreshRunning lists the node for the running pod and container gauges
+// alone. While events flow the relist runs every few minutes, and the
+// gauges it sets would go stale; a scrape of stale gauges calls this
+// instead (Metrics.refresh).
+func (g *pleg) refreshRunning(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	sandboxes, err := g.rt.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{})
+	if err != nil {
+		logctx.From(ctx).Warn("running pod metrics: cannot list sandboxes", zap.Error(err))
+		return
+	}
+	containers, err := g.rt.ListContainers(ctx, &runtimeapi.ListContainersRequest{})
+	if err != nil {
+		logctx.From(ctx).Warn("running pod metrics: cannot list containers", zap.Error(err))
+		return
+	}
+	g.metrics.setRunning(sandboxes.GetItems(), containers.GetContainers())
 }
 
 // updateCache brings the cached status of a pod the relist saw change up to
@@ -476,6 +487,7 @@ func (g *pleg) handleEvents(ctx context.Context) {
 		batch := g.received
 		g.received = make(map[types.UID]*runtimeapi.ContainerEventResponse, len(batch))
 		g.mu.Unlock()
+		g.metrics.runtimeChanged()
 		for uid, ev := range batch {
 			g.cacheEvent(ctx, uid, ev)
 			g.send(uid)
