@@ -124,6 +124,7 @@ func startStack(t *testing.T, opts stackOptions) *stack {
 		"--relist-interval=200ms",
 		"--crashloop-backoff-base=" + opts.backOffBase.String(),
 		"--crashloop-backoff-max=8s",
+		"--container-gc-period=1s",
 		"--log-level=debug",
 	}
 	if opts.manifestDir {

@@ -42,6 +42,8 @@ const (
 	// DefaultBackOffBase is the kubelet's crash-loop and image-pull back-off
 	// start (10 s).
 	DefaultBackOffBase = 10 * time.Second
+	// DefaultContainerGCPeriod is the kubelet's ContainerGCPeriod.
+	DefaultContainerGCPeriod = time.Minute
 )
 
 // Config is splitlet-sync's configuration.
@@ -63,6 +65,10 @@ type Config struct {
 	BackOffBase time.Duration
 	// BackOffMax caps the back-off (hidden flag, for tests).
 	BackOffMax time.Duration
+	// ContainerGCPeriod is the dead-container garbage collection period
+	// (the kubelet's fixed ContainerGCPeriod, 1 min; hidden flag, for
+	// tests).
+	ContainerGCPeriod time.Duration
 	// AdmissionEndpoint is splitlet-admission's address; empty admits
 	// every pod without asking (and evicts nothing).
 	AdmissionEndpoint string
@@ -93,7 +99,7 @@ type Config struct {
 }
 
 // hidden flags are parsed but left out of the usage text.
-var hidden = map[string]bool{"crashloop-backoff-base": true, "crashloop-backoff-max": true}
+var hidden = map[string]bool{"crashloop-backoff-base": true, "crashloop-backoff-max": true, "container-gc-period": true}
 
 // Parse reads args (without the program name); -h yields flag.ErrHelp after
 // writing the usage to output.
@@ -126,6 +132,7 @@ func Parse(args []string, output io.Writer) (Config, error) {
 	fs.StringVar(&level, "log-level", "info", "least severe log level written: debug, info, warn or error")
 	fs.DurationVar(&cfg.BackOffBase, "crashloop-backoff-base", DefaultBackOffBase, "first crash-loop and image-pull back-off delay")
 	fs.DurationVar(&cfg.BackOffMax, "crashloop-backoff-max", 0, "longest back-off delay; 0 means the kubelet's 5 min")
+	fs.DurationVar(&cfg.ContainerGCPeriod, "container-gc-period", DefaultContainerGCPeriod, "period of dead-container garbage collection")
 	fs.StringVar(&cfg.AdmissionEndpoint, "admission-endpoint", "", "address (host:port) of splitlet-admission's AdmissionService; empty admits every pod without asking and evicts nothing")
 	fs.DurationVar(&cfg.AdmissionTimeout, "admission-timeout", DefaultAdmissionTimeout, "longest wait for one admission decision")
 	fs.StringVar(&cfg.AdmissionFailurePolicy, "admission-failure-policy", "Fail", "when admission cannot be asked: Fail keeps new pods Pending (reason AdmissionUnavailable) and retries, Ignore admits them")
@@ -179,7 +186,7 @@ func Parse(args []string, output io.Writer) (Config, error) {
 	for name, d := range map[string]time.Duration{
 		"resync-interval": cfg.ResyncInterval, "relist-interval": cfg.RelistInterval,
 		"file-check-frequency": cfg.FileCheckFrequency, "crashloop-backoff-base": cfg.BackOffBase,
-		"admission-timeout": cfg.AdmissionTimeout,
+		"admission-timeout": cfg.AdmissionTimeout, "container-gc-period": cfg.ContainerGCPeriod,
 	} {
 		if d <= 0 {
 			return Config{}, fmt.Errorf("--%s must be positive, got %s", name, d)

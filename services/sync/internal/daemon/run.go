@@ -133,15 +133,16 @@ func Run(ctx context.Context, cfg config.Config) error {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	kubelet := syncloop.New(syncloop.Options{
-		ResyncInterval: cfg.ResyncInterval,
-		BackOffPeriod:  min(cfg.BackOffBase, cfg.ResyncInterval),
-		RelistInterval: cfg.RelistInterval,
-		HostIPs:        cfg.NodeIPs,
-		Finalizers:     finalizers,
-		Metrics:        syncloop.NewMetrics(reg),
-		Recorder:       recorder,
-		Prober:         probes,
-		Admitter:       admitter,
+		ResyncInterval:    cfg.ResyncInterval,
+		BackOffPeriod:     min(cfg.BackOffBase, cfg.ResyncInterval),
+		RelistInterval:    cfg.RelistInterval,
+		ContainerGCPeriod: cfg.ContainerGCPeriod,
+		HostIPs:           cfg.NodeIPs,
+		Finalizers:        finalizers,
+		Metrics:           syncloop.NewMetrics(reg),
+		Recorder:          recorder,
+		Prober:            probes,
+		Admitter:          admitter,
 
 		AdmissionFailurePolicy: failurePolicy,
 	}, podConfig, pods, runtimeManager, rt)
