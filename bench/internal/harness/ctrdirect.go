@@ -17,8 +17,9 @@ import (
 // directSide issues, per pod, the CRI calls sync's SyncPod issues for a new
 // one-container pod, in its order (kuberuntime createPodSandbox, then
 // startContainer with ensureImageExists and containerConfig): RunPodSandbox,
-// PodSandboxStatus, ImageStatus (PullImage if absent), ImageStatus of the
-// image ID for its user, CreateContainer, StartContainer; then
+// PodSandboxStatus, ImageStatus (PullImage if absent; the image is present
+// here, so its user comes from that same answer), CreateContainer,
+// StartContainer; then
 // ContainerStatus until RUNNING. The directories and files sync creates on
 // the way (pod and container log directories, the termination message
 // file) are created too, at the same points.
@@ -131,17 +132,11 @@ func (d *directSide) startPod(ctx context.Context, timer *rpcTimer, p directPod)
 	}); err != nil {
 		return pt, fmt.Errorf("PodSandboxStatus: %w", err)
 	}
+	// sync takes the image's user from this ImageStatus too; it asks
+	// again only after a pull (containerConfig).
 	imageRef, err := d.ensureImage(ctx, timer, p.Image, sbConfig)
 	if err != nil {
 		return pt, err
-	}
-	// sync reads the image's user from the image ID before building the
-	// container config (containerConfig).
-	if err := timer.time("ImageStatus", func() error {
-		_, err := d.img.ImageStatus(ctx, &runtimeapi.ImageStatusRequest{Image: &runtimeapi.ImageSpec{Image: imageRef}})
-		return err
-	}); err != nil {
-		return pt, fmt.Errorf("ImageStatus %s: %w", imageRef, err)
 	}
 	if err := os.MkdirAll(filepath.Join(sbConfig.GetLogDirectory(), ctrContainerName), 0o755); err != nil {
 		return pt, err

@@ -236,7 +236,7 @@ func (m *Manager) purgeInitContainers(ctx context.Context, pod *v1.Pod, podStatu
 // CreateContainer was called, successfully or not: from then on the pod's
 // runtime state may have changed.
 func (m *Manager) startContainer(ctx context.Context, pod *v1.Pod, podStatus *container.PodStatus, sandboxID string, sbConfig *runtimeapi.PodSandboxConfig, spec *v1.Container, podIPs []string) (created bool, retErr error) {
-	imageRef, err := m.ensureImageExists(ctx, pod, spec, sbConfig)
+	imageRef, image, err := m.ensureImageExists(ctx, pod, spec, sbConfig)
 	if err != nil {
 		return false, err
 	}
@@ -250,7 +250,7 @@ func (m *Manager) startContainer(ctx context.Context, pod *v1.Pod, podStatus *co
 		restartCount = restartCountFromLogDir(filepath.Join(sbConfig.GetLogDirectory(), spec.Name))
 	}
 
-	cfg, err := m.containerConfig(ctx, pod, spec, restartCount, imageRef, podIPs, podStatus)
+	cfg, err := m.containerConfig(ctx, pod, spec, restartCount, imageRef, image, podIPs, podStatus)
 	if err != nil {
 		m.setWaiting(pod.UID, spec.Name, &WaitingReason{Reason: ReasonCreateContainerConfigError, Message: err.Error()})
 		m.opts.Recorder.EventfContainer(pod, spec.Name, v1.EventTypeWarning, events.FailedToCreateContainer, "Error: %v", err)
@@ -287,35 +287,37 @@ func (m *Manager) startContainer(ctx context.Context, pod *v1.Pod, podStatus *co
 }
 
 // ensureImageExists applies the container's pull policy and the image-pull
-// back-off, returning the image reference to run. Matches the kubelet's
-// imageManager.EnsureImageExists: Never needs the image present, IfNotPresent
-// pulls only when absent, Always pulls every time.
-func (m *Manager) ensureImageExists(ctx context.Context, pod *v1.Pod, spec *v1.Container, sbConfig *runtimeapi.PodSandboxConfig) (string, error) {
+// back-off, returning the image reference to run and, when it was already
+// present, the image as ImageStatus described it (nil after a pull).
+// Matches the kubelet's imageManager.EnsureImageExists: Never needs the
+// image present, IfNotPresent pulls only when absent, Always pulls every
+// time.
+func (m *Manager) ensureImageExists(ctx context.Context, pod *v1.Pod, spec *v1.Container, sbConfig *runtimeapi.PodSandboxConfig) (string, *runtimeapi.Image, error) {
 	image := &runtimeapi.ImageSpec{Image: spec.Image}
-	present := ""
+	var present *runtimeapi.Image
 	if spec.ImagePullPolicy != v1.PullAlways {
 		resp, err := m.images.ImageStatus(ctx, &runtimeapi.ImageStatusRequest{Image: image})
 		if err != nil {
 			m.setWaiting(pod.UID, spec.Name, &WaitingReason{Reason: "ErrImageInspect", Message: err.Error()})
-			return "", fmt.Errorf("inspect image %q: %w", spec.Image, err)
+			return "", nil, fmt.Errorf("inspect image %q: %w", spec.Image, err)
 		}
-		present = resp.GetImage().GetId()
+		present = resp.GetImage()
 	}
 	rec := m.opts.Recorder
-	if present != "" {
+	if present.GetId() != "" {
 		rec.EventfContainer(pod, spec.Name, v1.EventTypeNormal, events.PulledImage, "Container image %q already present on machine", spec.Image)
-		return present, nil
+		return present.GetId(), present, nil
 	}
 	if spec.ImagePullPolicy == v1.PullNever {
 		msg := fmt.Sprintf("Container image %q is not present with pull policy of Never", spec.Image)
 		m.setWaiting(pod.UID, spec.Name, &WaitingReason{Reason: ReasonErrImageNeverPull, Message: msg})
 		rec.EventfContainer(pod, spec.Name, v1.EventTypeWarning, events.ErrImageNeverPullPolicy, "%s", msg)
-		return "", errors.New(msg)
+		return "", nil, errors.New(msg)
 	}
 	if msg, err := m.opts.ImagePull.CheckImagePull(pod.UID, spec.Image); err != nil {
 		m.setWaiting(pod.UID, spec.Name, &WaitingReason{Reason: err.Error(), Message: msg})
 		rec.EventfContainer(pod, spec.Name, v1.EventTypeNormal, events.BackOffPullImage, "%s", msg)
-		return "", err
+		return "", nil, err
 	}
 	rec.EventfContainer(pod, spec.Name, v1.EventTypeNormal, events.PullingImage, "Pulling image %q", spec.Image)
 	start := time.Now()
@@ -324,10 +326,10 @@ func (m *Manager) ensureImageExists(ctx context.Context, pod *v1.Pod, spec *v1.C
 		msg, reason := m.opts.ImagePull.ImagePullFailed(pod.UID, spec.Image, err)
 		m.setWaiting(pod.UID, spec.Name, &WaitingReason{Reason: reason.Error(), Message: msg})
 		rec.EventfContainer(pod, spec.Name, v1.EventTypeWarning, events.FailedToPullImage, "Failed to pull image %q: %v", spec.Image, err)
-		return "", fmt.Errorf("%w: %s", backoff.ErrImagePull, msg)
+		return "", nil, fmt.Errorf("%w: %s", backoff.ErrImagePull, msg)
 	}
 	rec.EventfContainer(pod, spec.Name, v1.EventTypeNormal, events.PulledImage, "Successfully pulled image %q in %s", spec.Image, time.Since(start).Round(time.Millisecond))
-	return resp.GetImageRef(), nil
+	return resp.GetImageRef(), nil, nil
 }
 
 // restartCountFromLogDir returns one more than the highest "<n>.log" in dir,
@@ -351,20 +353,26 @@ func restartCountFromLogDir(dir string) int {
 	return count
 }
 
-// containerConfig completes the node options with the image's user (from
-// ImageStatus, as the kubelet's getImageUser) and builds the container's
-// config with generateContainerConfig.
-func (m *Manager) containerConfig(ctx context.Context, pod *v1.Pod, spec *v1.Container, restartCount int, imageRef string, podIPs []string, podStatus *container.PodStatus) (*runtimeapi.ContainerConfig, error) {
+// containerConfig completes the node options with the image's user and
+// builds the container's config with generateContainerConfig. The user
+// comes from image, the ImageStatus ensureImageExists already made, or
+// from a new ImageStatus of imageRef when there is none (after a pull). The
+// kubelet's getImageUser always asks again; the first answer describes the
+// same image, and a start is one call cheaper.
+func (m *Manager) containerConfig(ctx context.Context, pod *v1.Pod, spec *v1.Container, restartCount int, imageRef string, image *runtimeapi.Image, podIPs []string, podStatus *container.PodStatus) (*runtimeapi.ContainerConfig, error) {
 	opts := m.opts.Container
-	resp, err := m.images.ImageStatus(ctx, &runtimeapi.ImageStatusRequest{Image: &runtimeapi.ImageSpec{Image: imageRef}})
-	if err != nil {
-		return nil, fmt.Errorf("inspect image %q: %w", imageRef, err)
+	if image == nil {
+		resp, err := m.images.ImageStatus(ctx, &runtimeapi.ImageStatusRequest{Image: &runtimeapi.ImageSpec{Image: imageRef}})
+		if err != nil {
+			return nil, fmt.Errorf("inspect image %q: %w", imageRef, err)
+		}
+		image = resp.GetImage()
 	}
-	if uid := resp.GetImage().GetUid(); uid != nil {
+	if uid := image.GetUid(); uid != nil {
 		v := uid.GetValue()
 		opts.ImageUID = &v
 	}
-	opts.ImageUsername = resp.GetImage().GetUsername()
+	opts.ImageUsername = image.GetUsername()
 	if isEphemeral(pod, spec.Name) {
 		for i := range pod.Spec.EphemeralContainers {
 			ec := &pod.Spec.EphemeralContainers[i]

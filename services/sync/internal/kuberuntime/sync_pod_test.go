@@ -220,3 +220,91 @@ func TestGeneratePodStatusFromEvent(t *testing.T) {
 		t.Error("an event without a sandbox built a status")
 	}
 }
+
+// imageUserRecorder answers ImageStatus and PullImage with an image whose
+// user is uid (or, when uid is nil, username), and counts the calls.
+type imageUserRecorder struct {
+	*mutationRecorder
+	uid          *int64
+	username     string
+	present      bool
+	statusCalls  int
+	pullCalls    int
+	createConfig []*runtimeapi.ContainerConfig
+}
+
+func (f *imageUserRecorder) ImageStatus(context.Context, *runtimeapi.ImageStatusRequest, ...grpc.CallOption) (*runtimeapi.ImageStatusResponse, error) {
+	f.statusCalls++
+	if !f.present {
+		return &runtimeapi.ImageStatusResponse{}, nil
+	}
+	img := &runtimeapi.Image{Id: "sha256:busybox", Username: f.username}
+	if f.uid != nil {
+		img.Uid = &runtimeapi.Int64Value{Value: *f.uid}
+	}
+	return &runtimeapi.ImageStatusResponse{Image: img}, nil
+}
+
+func (f *imageUserRecorder) PullImage(context.Context, *runtimeapi.PullImageRequest, ...grpc.CallOption) (*runtimeapi.PullImageResponse, error) {
+	f.pullCalls++
+	f.present = true
+	return &runtimeapi.PullImageResponse{ImageRef: "sha256:busybox"}, nil
+}
+
+func (f *imageUserRecorder) CreateContainer(ctx context.Context, req *runtimeapi.CreateContainerRequest, opts ...grpc.CallOption) (*runtimeapi.CreateContainerResponse, error) {
+	f.createConfig = append(f.createConfig, req.GetConfig())
+	return f.mutationRecorder.CreateContainer(ctx, req, opts...)
+}
+
+// The image's user reaches the container config from the ImageStatus that
+// found the image present, without asking again; after a pull it is asked
+// once.
+func TestImageUserFromOneImageStatus(t *testing.T) {
+	uid := int64(1000)
+	for _, tc := range []struct {
+		desc         string
+		uid          *int64
+		username     string
+		present      bool
+		policy       v1.PullPolicy
+		wantStatus   int
+		wantPulls    int
+		wantUID      *int64
+		wantUsername string
+	}{
+		{desc: "present, numeric user", uid: &uid, present: true, policy: v1.PullIfNotPresent, wantStatus: 1, wantUID: &uid},
+		{desc: "present, named user", username: "app", present: true, policy: v1.PullIfNotPresent, wantStatus: 1, wantUsername: "app"},
+		{desc: "absent: pulled, then asked once for the user", uid: &uid, policy: v1.PullIfNotPresent, wantStatus: 2, wantPulls: 1, wantUID: &uid},
+		{desc: "always pulled: asked once for the user", username: "app", present: true, policy: v1.PullAlways, wantStatus: 1, wantPulls: 1, wantUsername: "app"},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			cri := &imageUserRecorder{mutationRecorder: &mutationRecorder{}, uid: tc.uid, username: tc.username, present: tc.present}
+			dir := t.TempDir()
+			m := NewManager(cri, cri, ManagerOptions{
+				Sandbox:   SandboxOptions{PodLogsRoot: dir},
+				Container: ContainerOptions{PodLogsRoot: dir, PodContainersRoot: dir, PodVolumesRoot: dir},
+			})
+			pod := makeTestPod()
+			pod.Spec.Containers = pod.Spec.Containers[:1]
+			pod.Spec.Containers[0].ImagePullPolicy = tc.policy
+			if _, err := m.SyncPodWithResult(context.Background(), pod, &container.PodStatus{ID: pod.UID}, &fakeProbes{}); err != nil {
+				t.Fatalf("SyncPodWithResult: %v", err)
+			}
+			if cri.statusCalls != tc.wantStatus || cri.pullCalls != tc.wantPulls {
+				t.Errorf("ImageStatus x%d, PullImage x%d; want x%d, x%d", cri.statusCalls, cri.pullCalls, tc.wantStatus, tc.wantPulls)
+			}
+			if len(cri.createConfig) != 1 {
+				t.Fatalf("%d containers created, want 1", len(cri.createConfig))
+			}
+			sc := cri.createConfig[0].GetLinux().GetSecurityContext()
+			switch {
+			case tc.wantUID != nil && sc.GetRunAsUser().GetValue() != *tc.wantUID:
+				t.Errorf("runAsUser = %v, want %d", sc.GetRunAsUser(), *tc.wantUID)
+			case tc.wantUID == nil && sc.GetRunAsUser() != nil:
+				t.Errorf("runAsUser = %v, want none", sc.GetRunAsUser())
+			case sc.GetRunAsUsername() != tc.wantUsername:
+				t.Errorf("runAsUsername = %q, want %q", sc.GetRunAsUsername(), tc.wantUsername)
+			}
+		})
+	}
+}
