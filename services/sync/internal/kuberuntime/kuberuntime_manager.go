@@ -175,22 +175,15 @@ func (m *Manager) GC() {
 // kubelet's kubeGenericRuntimeManager.GetPodStatus; name and namespace are
 // used only when the runtime has nothing for the pod.
 func (m *Manager) GetPodStatus(ctx context.Context, uid types.UID, name, namespace string) (*container.PodStatus, error) {
-	ps := &container.PodStatus{ID: uid, Name: name, Namespace: namespace}
 	sandboxes, err := m.runtime.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{
 		Filter: &runtimeapi.PodSandboxFilter{LabelSelector: map[string]string{KubernetesPodUIDLabel: string(uid)}},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("list sandboxes of pod %s: %w", uid, err)
 	}
+	sandboxIDs := make([]string, 0, len(sandboxes.GetItems()))
 	for _, sb := range sandboxes.GetItems() {
-		resp, err := m.runtime.PodSandboxStatus(ctx, &runtimeapi.PodSandboxStatusRequest{PodSandboxId: sb.GetId()})
-		if isNotFound(err) {
-			continue // removed meanwhile
-		}
-		if err != nil {
-			return nil, fmt.Errorf("status of sandbox %s: %w", sb.GetId(), err)
-		}
-		ps.SandboxStatuses = append(ps.SandboxStatuses, resp.GetStatus())
+		sandboxIDs = append(sandboxIDs, sb.GetId())
 	}
 	containers, err := m.runtime.ListContainers(ctx, &runtimeapi.ListContainersRequest{
 		Filter: &runtimeapi.ContainerFilter{LabelSelector: map[string]string{KubernetesPodUIDLabel: string(uid)}},
@@ -198,14 +191,39 @@ func (m *Manager) GetPodStatus(ctx context.Context, uid types.UID, name, namespa
 	if err != nil {
 		return nil, fmt.Errorf("list containers of pod %s: %w", uid, err)
 	}
-	runtimeName := m.RuntimeName(ctx)
+	containerIDs := make([]string, 0, len(containers.GetContainers()))
 	for _, c := range containers.GetContainers() {
-		resp, err := m.runtime.ContainerStatus(ctx, &runtimeapi.ContainerStatusRequest{ContainerId: c.GetId()})
+		containerIDs = append(containerIDs, c.GetId())
+	}
+	return m.GetPodStatusOf(ctx, uid, name, namespace, sandboxIDs, containerIDs)
+}
+
+// GetPodStatusOf reads the status of the given sandboxes and containers of
+// the pod, without listing: the same PodStatus GetPodStatus builds when
+// these are all the pod has. SyncPod's caller uses it after creating a
+// new pod's sandbox and containers (SyncResult), when nothing else of the
+// pod can exist. An ID the runtime no longer knows is skipped, as it would
+// be had it been removed between GetPodStatus's list and status calls.
+func (m *Manager) GetPodStatusOf(ctx context.Context, uid types.UID, name, namespace string, sandboxIDs, containerIDs []string) (*container.PodStatus, error) {
+	ps := &container.PodStatus{ID: uid, Name: name, Namespace: namespace}
+	for _, id := range sandboxIDs {
+		resp, err := m.runtime.PodSandboxStatus(ctx, &runtimeapi.PodSandboxStatusRequest{PodSandboxId: id})
+		if isNotFound(err) {
+			continue // removed meanwhile
+		}
+		if err != nil {
+			return nil, fmt.Errorf("status of sandbox %s: %w", id, err)
+		}
+		ps.SandboxStatuses = append(ps.SandboxStatuses, resp.GetStatus())
+	}
+	runtimeName := m.RuntimeName(ctx)
+	for _, id := range containerIDs {
+		resp, err := m.runtime.ContainerStatus(ctx, &runtimeapi.ContainerStatusRequest{ContainerId: id})
 		if isNotFound(err) {
 			continue
 		}
 		if err != nil {
-			return nil, fmt.Errorf("status of container %s: %w", c.GetId(), err)
+			return nil, fmt.Errorf("status of container %s: %w", id, err)
 		}
 		ps.ContainerStatuses = append(ps.ContainerStatuses, toContainerStatus(ctx, runtimeName, resp.GetStatus()))
 	}

@@ -42,6 +42,12 @@ type SyncResult struct {
 	// containers (ContainerWaiting) was set, changed or cleared: the pod's
 	// API status shows it although the runtime did not change.
 	WaitingChanged bool
+	// CreatedSandbox is the ID of the sandbox this sync created, if any,
+	// and CreatedContainers the IDs of the containers it created (started
+	// or not), in order. With a nil error they are everything the sync
+	// made (GetPodStatusOf).
+	CreatedSandbox    string
+	CreatedContainers []string
 }
 
 // SyncPod makes the runtime match the pod; it is SyncPodWithResult for
@@ -110,6 +116,7 @@ func (m *Manager) SyncPodWithResult(ctx context.Context, pod *v1.Pod, podStatus 
 			return res, fmt.Errorf("create sandbox: %w", err)
 		}
 		sandboxID = id
+		res.CreatedSandbox = id
 		log.Info("created pod sandbox", zap.String("sandbox", id), zap.Uint32("attempt", actions.Attempt))
 	}
 	if sandboxID == "" || len(actions.ContainersToStart)+len(actions.InitContainersToStart)+len(actions.EphemeralContainersToStart) == 0 {
@@ -139,8 +146,11 @@ func (m *Manager) SyncPodWithResult(ctx context.Context, pod *v1.Pod, podStatus 
 			m.opts.Recorder.EventfContainer(pod, spec.Name, v1.EventTypeWarning, events.BackOffStartContainer, "Back-off restarting failed container %s in pod %s", spec.Name, backoff.FormatPod(pod))
 			return err
 		}
-		created, err := m.startContainer(ctx, pod, podStatus, sandboxID, sbConfig, spec, podIPs)
+		id, created, err := m.startContainer(ctx, pod, podStatus, sandboxID, sbConfig, spec, podIPs)
 		res.Acted = res.Acted || created
+		if id != "" {
+			res.CreatedContainers = append(res.CreatedContainers, id)
+		}
 		if err != nil {
 			log.Warn("container start failed", zap.String("container", spec.Name), zap.String("type", typ), zap.Error(err))
 			return err
@@ -232,13 +242,14 @@ func (m *Manager) purgeInitContainers(ctx context.Context, pod *v1.Pod, podStatu
 // startContainer pulls the image as the pull policy says, creates and starts
 // one container, then runs its postStart hook. Matches the kubelet's
 // startContainer. The restart count is one more than the
-// latest instance's, read from its annotation. created reports whether
+// latest instance's, read from its annotation. id is the new container's
+// ID once CreateContainer returned one. created reports whether
 // CreateContainer was called, successfully or not: from then on the pod's
 // runtime state may have changed.
-func (m *Manager) startContainer(ctx context.Context, pod *v1.Pod, podStatus *container.PodStatus, sandboxID string, sbConfig *runtimeapi.PodSandboxConfig, spec *v1.Container, podIPs []string) (created bool, retErr error) {
+func (m *Manager) startContainer(ctx context.Context, pod *v1.Pod, podStatus *container.PodStatus, sandboxID string, sbConfig *runtimeapi.PodSandboxConfig, spec *v1.Container, podIPs []string) (id string, created bool, retErr error) {
 	imageRef, image, err := m.ensureImageExists(ctx, pod, spec, sbConfig)
 	if err != nil {
-		return false, err
+		return "", false, err
 	}
 	restartCount := 0
 	if cs := podStatus.FindContainerStatusByName(spec.Name); cs != nil {
@@ -254,7 +265,7 @@ func (m *Manager) startContainer(ctx context.Context, pod *v1.Pod, podStatus *co
 	if err != nil {
 		m.setWaiting(pod.UID, spec.Name, &WaitingReason{Reason: ReasonCreateContainerConfigError, Message: err.Error()})
 		m.opts.Recorder.EventfContainer(pod, spec.Name, v1.EventTypeWarning, events.FailedToCreateContainer, "Error: %v", err)
-		return false, fmt.Errorf("%s: %w", ReasonCreateContainerConfigError, err)
+		return "", false, fmt.Errorf("%s: %w", ReasonCreateContainerConfigError, err)
 	}
 	resp, err := m.runtime.CreateContainer(ctx, &runtimeapi.CreateContainerRequest{
 		PodSandboxId: sandboxID, Config: cfg, SandboxConfig: sbConfig,
@@ -262,28 +273,28 @@ func (m *Manager) startContainer(ctx context.Context, pod *v1.Pod, podStatus *co
 	if err != nil {
 		m.setWaiting(pod.UID, spec.Name, &WaitingReason{Reason: ReasonCreateContainerError, Message: err.Error()})
 		m.opts.Recorder.EventfContainer(pod, spec.Name, v1.EventTypeWarning, events.FailedToCreateContainer, "Error: %v", err)
-		return true, fmt.Errorf("%s: %w", ReasonCreateContainerError, err)
+		return "", true, fmt.Errorf("%s: %w", ReasonCreateContainerError, err)
 	}
 	m.opts.Recorder.EventfContainer(pod, spec.Name, v1.EventTypeNormal, events.CreatedContainer, "Created container: %s", spec.Name)
 	if _, err := m.runtime.StartContainer(ctx, &runtimeapi.StartContainerRequest{ContainerId: resp.GetContainerId()}); err != nil {
 		m.setWaiting(pod.UID, spec.Name, &WaitingReason{Reason: ReasonRunContainerError, Message: err.Error()})
 		m.opts.Recorder.EventfContainer(pod, spec.Name, v1.EventTypeWarning, events.FailedToStartContainer, "Error: %v", err)
-		return true, fmt.Errorf("%s: %w", ReasonRunContainerError, err)
+		return resp.GetContainerId(), true, fmt.Errorf("%s: %w", ReasonRunContainerError, err)
 	}
 	m.opts.Recorder.EventfContainer(pod, spec.Name, v1.EventTypeNormal, events.StartedContainer, "Started container %s", spec.Name)
-	id := container.BuildContainerID(m.RuntimeName(ctx), resp.GetContainerId())
-	if msg, err := m.hooks.PostStart(ctx, id, pod, spec); err != nil {
+	cid := container.BuildContainerID(m.RuntimeName(ctx), resp.GetContainerId())
+	if msg, err := m.hooks.PostStart(ctx, cid, pod, spec); err != nil {
 		// The kubelet kills a container whose postStart hook failed; the
 		// restart policy decides what comes next.
 		m.setWaiting(pod.UID, spec.Name, &WaitingReason{Reason: lifecycle.ErrPostStartHook.Error(), Message: msg})
-		if kerr := m.killContainer(ctx, pod, id, spec.Name, spec, "FailedPostStartHook", ReasonFailedPostStartHook, nil); kerr != nil {
+		if kerr := m.killContainer(ctx, pod, cid, spec.Name, spec, "FailedPostStartHook", ReasonFailedPostStartHook, nil); kerr != nil {
 			loggerFrom(ctx).Warn("cannot kill container after its postStart hook failed", zap.String("container", spec.Name), zap.Error(kerr))
 		}
-		return true, err
+		return resp.GetContainerId(), true, err
 	}
 	loggerFrom(ctx).Info("started container", zap.String("container", spec.Name),
 		zap.String("containerID", resp.GetContainerId()), zap.Int("restartCount", restartCount))
-	return true, nil
+	return resp.GetContainerId(), true, nil
 }
 
 // ensureImageExists applies the container's pull policy and the image-pull

@@ -2,13 +2,17 @@ package syncloop
 
 import (
 	"context"
+	"errors"
+	"reflect"
 	"testing"
 	"time"
 
+	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/splitlet/splitlet/services/sync/internal/container"
+	"github.com/splitlet/splitlet/services/sync/internal/kuberuntime"
 )
 
 // The first sync of a pod starts from an empty status without reading the
@@ -105,6 +109,73 @@ func TestFirstSyncReadsOnlyWhenTheRuntimeMayHoldThePod(t *testing.T) {
 			synced := rt.lastSynced()
 			if got := len(synced.SandboxStatuses) > 0; got != tc.inRuntime {
 				t.Errorf("first sync saw a sandbox: %v, want %v", got, tc.inRuntime)
+			}
+		})
+	}
+}
+
+// knownStatusRuntime is a statusRuntime that can read given objects'
+// statuses (GetPodStatusOf) and whose SyncPod may fail.
+type knownStatusRuntime struct {
+	*statusRuntime
+	syncErr    error
+	knownReads [][]string
+}
+
+func (f *knownStatusRuntime) SyncPodWithResult(ctx context.Context, pod *v1.Pod, ps *container.PodStatus, probes kuberuntime.ProbeResults) (kuberuntime.SyncResult, error) {
+	res, _ := f.statusRuntime.SyncPodWithResult(ctx, pod, ps, probes)
+	return res, f.syncErr
+}
+
+func (f *knownStatusRuntime) GetPodStatusOf(_ context.Context, uid types.UID, _, _ string, sandboxIDs, containerIDs []string) (*container.PodStatus, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.knownReads = append(f.knownReads, append(append([]string(nil), sandboxIDs...), containerIDs...))
+	return f.status[uid], nil
+}
+
+// After the first sync of a pod the runtime held nothing of creates it,
+// the status is read from the objects the sync created, without listing;
+// a sync that started from a real read, or failed, reads in full.
+func TestStatusAfterCreatingANewPodIsReadWithoutListing(t *testing.T) {
+	ctx := context.Background()
+	const uid = types.UID("p")
+	created := kuberuntime.SyncResult{Acted: true, CreatedSandbox: "sb-p", CreatedContainers: []string{"c-p"}}
+	for _, tc := range []struct {
+		desc string
+		// relisted runs a relist that saw nothing before the sync, which
+		// lets the first sync start from an empty status.
+		relisted  bool
+		syncErr   error
+		wantKnown [][]string
+		wantReads int
+	}{
+		{desc: "new pod, created: its objects are read", relisted: true, wantKnown: [][]string{{"sb-p", "c-p"}}},
+		{desc: "started from a real read: full read after", relisted: false, wantReads: 2},
+		{desc: "the sync failed: full read after", relisted: true, syncErr: errors.New("StartContainer failed"), wantReads: 1},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			rt := &knownStatusRuntime{statusRuntime: newStatusRuntime(), syncErr: tc.syncErr}
+			rt.setResult(created)
+			k, pm := newCacheKubelet(rt)
+			if tc.relisted {
+				k.pleg.relist(ctx)
+			}
+			pod := cachePod(uid)
+			pm.AddPod(pod)
+			// What the runtime holds once the sync created the pod.
+			rt.setStatus(uid, runningStatus(uid, container.ContainerStateRunning))
+			_, err := k.SyncPod(ctx, 0, pod)
+			if (err != nil) != (tc.syncErr != nil) {
+				t.Fatalf("SyncPod error = %v, want %v", err, tc.syncErr)
+			}
+			if !reflect.DeepEqual(rt.knownReads, tc.wantKnown) || rt.readCount() != tc.wantReads {
+				t.Errorf("reads: by IDs %v, full %d; want %v, %d", rt.knownReads, rt.readCount(), tc.wantKnown, tc.wantReads)
+			}
+			// Either way the published status shows the running container.
+			st, ok := pm.GetPodStatus(uid)
+			if !ok || len(st.ContainerStatuses) != 1 || st.ContainerStatuses[0].State.Running == nil {
+				t.Errorf("published status = %+v, want the container running", st.ContainerStatuses)
 			}
 		})
 	}

@@ -67,20 +67,50 @@ func (k *Kubelet) readPodStatus(ctx context.Context, pod *v1.Pod) (*container.Po
 // showed anything of the pod (pleg.runtimeMayHold); only the pod's own
 // worker creates sandboxes and containers for it, and this is its first
 // sync. Before the first relist completes (sync just restarted, pods may
-// already run) every first sync reads.
-func (k *Kubelet) podStatusForSync(ctx context.Context, pod *v1.Pod) (*container.PodStatus, time.Time, error) {
+// already run) every first sync reads. empty reports that case: the
+// runtime holds nothing of the pod but what this sync creates.
+func (k *Kubelet) podStatusForSync(ctx context.Context, pod *v1.Pod) (podStatus *container.PodStatus, readAt time.Time, empty bool, err error) {
 	now := time.Now()
 	k.mu.Lock()
 	since, synced := k.lastSync[pod.UID]
 	k.mu.Unlock()
 	if synced {
 		if podStatus, readAt, ok := k.cache.GetNewerThan(pod.UID, since); ok {
-			return podStatus, readAt, nil
+			return podStatus, readAt, false, nil
 		}
 	} else if !k.cache.Has(pod.UID) && !k.pleg.runtimeMayHold(pod.UID) {
-		return &container.PodStatus{ID: pod.UID, Name: pod.Name, Namespace: pod.Namespace}, now, nil
+		return &container.PodStatus{ID: pod.UID, Name: pod.Name, Namespace: pod.Namespace}, now, true, nil
 	}
-	return k.readPodStatus(ctx, pod)
+	podStatus, readAt, err = k.readPodStatus(ctx, pod)
+	return podStatus, readAt, false, err
+}
+
+// knownStatusReader is an optional capability of a Runtime: reading the
+// status of given sandboxes and containers without listing
+// (kuberuntime.Manager.GetPodStatusOf).
+type knownStatusReader interface {
+	GetPodStatusOf(ctx context.Context, uid types.UID, name, namespace string, sandboxIDs, containerIDs []string) (*container.PodStatus, error)
+}
+
+var _ knownStatusReader = (*kuberuntime.Manager)(nil)
+
+// readStatusAfterSync reads the pod's status after a SyncPod that acted and
+// stores it in the cache. When the sync started from an empty runtime and
+// succeeded, the pod's objects are exactly those it created, so their
+// statuses are read without the two list calls of a full read; otherwise
+// it is a full read (readPodStatus).
+func (k *Kubelet) readStatusAfterSync(ctx context.Context, pod *v1.Pod, startedEmpty bool, res kuberuntime.SyncResult, syncErr error) (*container.PodStatus, time.Time, error) {
+	kr, ok := k.runtime.(knownStatusReader)
+	if !ok || !startedEmpty || syncErr != nil || res.CreatedSandbox == "" {
+		return k.readPodStatus(ctx, pod)
+	}
+	readAt := time.Now()
+	podStatus, err := kr.GetPodStatusOf(ctx, pod.UID, pod.Name, pod.Namespace, []string{res.CreatedSandbox}, res.CreatedContainers)
+	if err != nil {
+		return nil, time.Time{}, fmt.Errorf("runtime status: %w", err)
+	}
+	k.cache.Set(pod.UID, podStatus, readAt)
+	return podStatus, readAt, nil
 }
 
 // setLastSync records that the pod's sync ended with a status read at t.
@@ -171,7 +201,7 @@ func (k *Kubelet) SyncPod(ctx context.Context, updateType worker.UpdateType, pod
 		delete(k.syncing, pod.UID)
 		k.mu.Unlock()
 	}()
-	podStatus, readAt, err := k.podStatusForSync(ctx, pod)
+	podStatus, readAt, startedEmpty, err := k.podStatusForSync(ctx, pod)
 	if err != nil {
 		return false, err
 	}
@@ -188,7 +218,7 @@ func (k *Kubelet) SyncPod(ctx context.Context, updateType worker.UpdateType, pod
 	res, syncErr := k.syncRuntime(ctx, pod, podStatus, probes)
 	switch {
 	case res.Acted:
-		after, afterAt, err := k.readPodStatus(ctx, pod)
+		after, afterAt, err := k.readStatusAfterSync(ctx, pod, startedEmpty, res, syncErr)
 		if err != nil {
 			// The next sync must not use a status read before this
 			// one's actions.
