@@ -2,7 +2,7 @@ package server
 
 import (
 	"net/http"
-	"net/http/pprof"
+	_ "net/http/pprof" // registers the handlers on http.DefaultServeMux
 )
 
 // addProfiling serves Go's pprof handlers under /debug/pprof/ on mux, as the
@@ -17,9 +17,5 @@ import (
 // splitlet-gateway do. Importing net/http/pprof also registers the handlers
 // on http.DefaultServeMux, which this process never serves.
 func addProfiling(mux *http.ServeMux) {
-	mux.HandleFunc("GET /debug/pprof/", pprof.Index)
-	mux.HandleFunc("GET /debug/pprof/cmdline", pprof.Cmdline)
-	mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
-	mux.HandleFunc("GET /debug/pprof/symbol", pprof.Symbol)
-	mux.HandleFunc("GET /debug/pprof/trace", pprof.Trace)
+	mux.Handle("GET /debug/pprof/", http.DefaultServeMux)
 }

@@ -13,7 +13,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"net/http/pprof"
+	_ "net/http/pprof" // registers the handlers on http.DefaultServeMux
 	"os"
 	"path/filepath"
 	"strconv"
@@ -239,11 +239,11 @@ func addOps(mux *http.ServeMux, reg *prometheus.Registry, profiling bool) {
 		_, _ = w.Write([]byte("ok"))
 	})
 	if profiling {
-		mux.HandleFunc("/debug/pprof/", pprof.Index)
-		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
-		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
-		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
-		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+		// net/http/pprof registers its handlers (index and named
+		// profiles, cmdline, profile, symbol, trace) on
+		// http.DefaultServeMux, which serves nothing else here; GET only,
+		// as the kubelet's profiling routes.
+		mux.Handle("GET /debug/pprof/", http.DefaultServeMux)
 	}
 }
 
