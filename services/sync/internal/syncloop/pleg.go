@@ -2,6 +2,8 @@ package syncloop
 
 import (
 	"context"
+	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -125,10 +127,7 @@ func (g *pleg) Ready() <-chan struct{} { return g.ready }
 func (g *pleg) Take() []types.UID {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	uids := make([]types.UID, 0, len(g.pending))
-	for uid := range g.pending {
-		uids = append(uids, uid)
-	}
+	uids := slices.Collect(maps.Keys(g.pending))
 	clear(g.pending)
 	return uids
 }
