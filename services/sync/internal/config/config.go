@@ -96,6 +96,9 @@ type Config struct {
 	// ClusterDomain is the cluster's DNS domain (the kubelet's
 	// --cluster-domain), searched by ClusterFirst pods.
 	ClusterDomain string
+	// CgroupRoot is where cgroupfs is mounted; the cgroups of pods sync
+	// removed are removed under it. Empty removes none.
+	CgroupRoot string
 }
 
 // hidden flags are parsed but left out of the usage text.
@@ -140,6 +143,7 @@ func Parse(args []string, output io.Writer) (Config, error) {
 	fs.BoolVar(&cfg.Profiling, "profiling", false, "serve Go's pprof profiles under /debug/pprof/ wherever /metrics is served")
 	fs.StringVar(&clusterDNS, "cluster-dns", "", "comma-separated IPs of the cluster DNS servers for pods with dnsPolicy ClusterFirst (the kubelet's --cluster-dns); empty: such pods use the node's resolv.conf")
 	fs.StringVar(&cfg.ClusterDomain, "cluster-domain", "", "the cluster's DNS domain, e.g. cluster.local, searched by ClusterFirst pods (the kubelet's --cluster-domain)")
+	fs.StringVar(&cfg.CgroupRoot, "cgroup-root", "/sys/fs/cgroup", "where cgroupfs is mounted: the pod cgroups the runtime made for pods sync ran are removed under it once the pods are gone (the kubelet's cleanupOrphanedPodCgroups); empty leaves them")
 	registerNode := fs.String("register-node", "", "register --node-name as a Node with a Lease in kube-node-lease (true or false; default true when --kubeconfig is set)")
 	nodeLabels := fs.String("node-labels", "", "comma-separated key=value labels added to the registered Node")
 	if err := fs.Parse(args); err != nil {

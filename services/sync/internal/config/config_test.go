@@ -51,6 +51,10 @@ func TestParse(t *testing.T) {
 		{desc: "cluster DNS and domain", args: []string{"--cluster-dns=10.96.0.10,fd00::a", "--cluster-domain=cluster.local"}, check: func(c Config) bool {
 			return len(c.ClusterDNS) == 2 && c.ClusterDNS[0] == "10.96.0.10" && c.ClusterDNS[1] == "fd00::a" && c.ClusterDomain == "cluster.local"
 		}},
+		{desc: "cgroup root defaults to /sys/fs/cgroup, empty turns cleanup off", args: []string{"--cgroup-root="}, check: func(c Config) bool {
+			d, _ := Parse([]string{"--node-name=n"}, &bytes.Buffer{})
+			return c.CgroupRoot == "" && d.CgroupRoot == "/sys/fs/cgroup"
+		}},
 		{desc: "cluster DNS not an IP", args: []string{"--cluster-dns=kube-dns"}, wantErr: `--cluster-dns: "kube-dns" is not an IP address`},
 		{desc: "bad node label", args: []string{"--node-labels=nokey"}, wantErr: "--node-labels"},
 		{desc: "bad admission failure policy", args: []string{"--admission-failure-policy=fail"}, wantErr: "--admission-failure-policy must be Fail or Ignore"},

@@ -34,6 +34,7 @@ import (
 	"github.com/splitlet/splitlet/services/sync/internal/admission"
 	"github.com/splitlet/splitlet/services/sync/internal/apiserver"
 	"github.com/splitlet/splitlet/services/sync/internal/backoff"
+	"github.com/splitlet/splitlet/services/sync/internal/cm"
 	"github.com/splitlet/splitlet/services/sync/internal/config"
 	"github.com/splitlet/splitlet/services/sync/internal/events"
 	"github.com/splitlet/splitlet/services/sync/internal/kuberuntime"
@@ -137,6 +138,7 @@ func Run(ctx context.Context, cfg config.Config) error {
 		BackOffPeriod:     min(cfg.BackOffBase, cfg.ResyncInterval),
 		RelistInterval:    cfg.RelistInterval,
 		ContainerGCPeriod: cfg.ContainerGCPeriod,
+		PodCgroups:        podCgroups(cfg.CgroupRoot),
 		HostIPs:           cfg.NodeIPs,
 		Finalizers:        finalizers,
 		Metrics:           syncloop.NewMetrics(reg),
@@ -280,4 +282,13 @@ func machineMemory() int64 {
 		}
 	}
 	return 0
+}
+
+// podCgroups returns the remover of pod cgroups under root, or nil (no
+// removal) when root is empty.
+func podCgroups(root string) syncloop.PodCgroupRemover {
+	if root == "" {
+		return nil
+	}
+	return cm.New(root)
 }

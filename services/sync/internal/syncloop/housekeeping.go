@@ -60,6 +60,7 @@ func (k *Kubelet) HandlePodCleanups(ctx context.Context) {
 			log.Warn("cannot remove the runtime leftovers of a removed pod", zap.String("podUID", string(uid)), zap.Error(err))
 		} else {
 			k.runtimePods.Removed(uid, time.Now())
+			k.cgroupsLeft[uid] = 0
 		}
 		k.runtime.ForgetPod(uid)
 		log.Info("pod removed", zap.String("podUID", string(uid)))
@@ -67,6 +68,7 @@ func (k *Kubelet) HandlePodCleanups(ctx context.Context) {
 
 	k.cache.Retain(func(uid types.UID) bool { return desired[uid] || k.workers.IsKnown(uid) })
 
+	k.removePodCgroups(ctx)
 	// Back-off tables do not depend on the listing.
 	k.runtime.GC()
 	running, err := k.runtimePods.GetPods(ctx)
@@ -108,5 +110,42 @@ func (k *Kubelet) runContainerGC(ctx context.Context) {
 			return
 		case <-t.C:
 		}
+	}
+}
+
+// PodCgroupRemover removes a pod's cgroups (cm.PodCgroups.Remove).
+type PodCgroupRemover interface {
+	Remove(uid types.UID) error
+}
+
+// maxCgroupTries bounds how many housekeeping passes try to remove a
+// removed pod's cgroups (about a minute at the 2 s period).
+const maxCgroupTries = 30
+
+// removePodCgroups removes the cgroups of the pods housekeeping removed from
+// the runtime. Matches the kubelet's cleanupOrphanedPodCgroups, which
+// destroys the pod cgroup of every pod no longer known, with one
+// restriction: only pods sync itself ran and removed are touched, since a
+// kubelet on the same node keeps its pods' cgroups under the same
+// /kubepods tree. A cgroup that is not empty yet (a process still exiting)
+// is tried again on the next passes, as the kubelet retries on its next
+// housekeeping.
+func (k *Kubelet) removePodCgroups(ctx context.Context) {
+	if k.opts.PodCgroups == nil {
+		clear(k.cgroupsLeft)
+		return
+	}
+	for uid, tries := range k.cgroupsLeft {
+		err := k.opts.PodCgroups.Remove(uid)
+		if err == nil {
+			delete(k.cgroupsLeft, uid)
+			continue
+		}
+		if tries+1 >= maxCgroupTries {
+			logctx.From(ctx).Warn("cannot remove a removed pod's cgroups, giving up", zap.String("podUID", string(uid)), zap.Error(err))
+			delete(k.cgroupsLeft, uid)
+			continue
+		}
+		k.cgroupsLeft[uid] = tries + 1
 	}
 }

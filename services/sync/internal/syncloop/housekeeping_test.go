@@ -2,6 +2,8 @@ package syncloop
 
 import (
 	"context"
+	"errors"
+	"reflect"
 	"sync"
 	"testing"
 	"time"
@@ -95,7 +97,8 @@ func TestHandlePodCleanups(t *testing.T) {
 		killed: map[types.UID]bool{}, removed: map[types.UID]bool{},
 	}
 	pm := podmanager.New()
-	k := New(Options{}, source.NewPodConfig(), pm, rt, &fakeCRI{})
+	cgroups := &fakeCgroups{failFirst: true}
+	k := New(Options{PodCgroups: cgroups}, source.NewPodConfig(), pm, rt, &fakeCRI{})
 	k.workers = worker.New(ctx, k, time.Hour, time.Hour, nil)
 	pm.AddPod(&v1.Pod{ObjectMeta: metav1.ObjectMeta{UID: "desired", Name: "d", Namespace: "default"}})
 
@@ -133,6 +136,27 @@ func TestHandlePodCleanups(t *testing.T) {
 			t.Errorf("pod %s: killed %v removed %v, want untouched", uid, killed, removed)
 		}
 	}
+	// The removed orphan's cgroups: the first try failed (not empty yet),
+	// the next pass tried again and succeeded, and no pass tries after
+	// that. No other pod's cgroups are touched.
+	k.HandlePodCleanups(ctx)
+	if got := cgroups.calls; !reflect.DeepEqual(got, []types.UID{"orphan", "orphan"}) {
+		t.Errorf("cgroup removals = %v, want the orphan's twice (a failure, then a retry)", got)
+	}
+}
+
+// fakeCgroups records Remove calls; with failFirst the first one fails.
+type fakeCgroups struct {
+	failFirst bool
+	calls     []types.UID
+}
+
+func (f *fakeCgroups) Remove(uid types.UID) error {
+	f.calls = append(f.calls, uid)
+	if f.failFirst && len(f.calls) == 1 {
+		return errors.New("device or resource busy")
+	}
+	return nil
 }
 
 func (f *fakeRuntime) counts() (lists, gcs int) {

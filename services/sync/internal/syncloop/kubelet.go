@@ -104,6 +104,9 @@ type Options struct {
 	ContainerGCPeriod time.Duration
 	// HousekeepingInterval is the cleanup period (the kubelet's 2 s).
 	HousekeepingInterval time.Duration
+	// PodCgroups removes the cgroups of pods housekeeping removed
+	// (*cm.PodCgroups); nil removes none.
+	PodCgroups PodCgroupRemover
 	// HostIPs are the node's IPs for pod statuses.
 	HostIPs []string
 	// Admitter decides on new pods; nil admits all.
@@ -177,6 +180,9 @@ type Kubelet struct {
 	// runtimePods is the latest node-wide listing, for housekeeping's
 	// orphan scan (the kubelet's runtimeCache), fed by the PLEG's relists.
 	runtimePods *runtimeCache
+	// cgroupsLeft counts, per pod housekeeping removed, the passes that
+	// could not yet remove its cgroups. Only the sync loop touches it.
+	cgroupsLeft map[types.UID]int
 
 	mu sync.Mutex
 	// firstSeen is when each pod was first seen, for the start duration
@@ -257,6 +263,7 @@ func New(opts Options, config *source.PodConfig, podManager *podmanager.Manager,
 		admitRetryDelay:  opts.AdmitRetryInitial,
 	}
 	k.runtimePods = newRuntimeCache(rt.GetPods, runtimeCacheRefreshPeriod)
+	k.cgroupsLeft = map[types.UID]int{}
 	k.pleg = newPLEG(cri, opts.RelistInterval, opts.Metrics)
 	k.pleg.eventedInterval = opts.EventedRelistInterval
 	k.pleg.cache, k.pleg.statuses, k.pleg.wanted, k.pleg.syncing = k.cache, rt, k.hasPod, k.isSyncing

@@ -338,6 +338,14 @@ func testDelete(t *testing.T, e *env) {
 			t.Fatalf("runtime has %d sandboxes of namespace %s before deletion, want 2", n, namespace)
 		}
 	}
+	// The pods' cgroups, made by the runtime under sync's cgroup parents;
+	// sync removes them once it has removed the pods.
+	var cgroups []string
+	if e.cri != nil {
+		for _, sb := range e.ourSandboxes(t) {
+			cgroups = append(cgroups, podCgroups(sb.GetMetadata().GetUid())...)
+		}
+	}
 	started := time.Now()
 	for _, name := range []string{"init-app", "logs"} {
 		e.deletePod(t, name, 60*time.Second)
@@ -357,4 +365,34 @@ func testDelete(t *testing.T, e *env) {
 		}
 		return len(left) == 0, strings.Join(left, "; ")
 	})
+	if _, err := os.Stat("/sys/fs/cgroup"); err != nil {
+		t.Skip("no cgroupfs at /sys/fs/cgroup: cannot check that the pods' cgroups are removed")
+	}
+	if len(cgroups) == 0 {
+		t.Fatal("found no cgroup of the pods under /sys/fs/cgroup/.../kubepods while they ran")
+	}
+	waitFor(t, 30*time.Second, "the pods' cgroups removed", func() (bool, string) {
+		var left []string
+		for _, dir := range cgroups {
+			if _, err := os.Stat(dir); err == nil {
+				left = append(left, dir)
+			}
+		}
+		return len(left) == 0, strings.Join(left, " ")
+	})
+}
+
+// podCgroups returns the pod-level cgroup directories of the pod on this
+// machine, in every hierarchy (cgroup v1) or the unified one (v2), under the
+// kubelet's cgroupfs layout sync uses.
+func podCgroups(uid string) []string {
+	var dirs []string
+	for _, pattern := range []string{
+		"/sys/fs/cgroup/*/kubepods/pod" + uid, "/sys/fs/cgroup/*/kubepods/*/pod" + uid,
+		"/sys/fs/cgroup/kubepods/pod" + uid, "/sys/fs/cgroup/kubepods/*/pod" + uid,
+	} {
+		m, _ := filepath.Glob(pattern)
+		dirs = append(dirs, m...)
+	}
+	return dirs
 }
