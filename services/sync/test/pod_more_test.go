@@ -3,9 +3,12 @@ package test
 import (
 	"context"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -249,5 +252,38 @@ func TestStaticPods(t *testing.T) {
 	}
 	waitFor(t, 20*time.Second, "static pod removed", func() (bool, string) {
 		return s.get("static-node1") == nil && len(s.sandboxes()) == 0, "still there"
+	})
+}
+
+// Static pods from --manifest-url run, carry config.source http, cannot be
+// deleted through the PodService, and go when the URL stops serving them.
+func TestManifestURLPods(t *testing.T) {
+	var mu sync.Mutex
+	body := "apiVersion: v1\nkind: Pod\nmetadata: {name: fromurl}\nspec:\n  containers: [{name: app, image: busybox:1.36}]\n"
+	var token string
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		token = r.Header.Get("X-Token")
+		_, _ = w.Write([]byte(body))
+	}))
+	defer ts.Close()
+	s := startStack(t, stackOptions{syncArgs: []string{"--manifest-url=" + ts.URL, "--manifest-url-header=X-Token:s3cret", "--http-check-frequency=300ms"}})
+	pod := s.waitPod("fromurl-node1", 15*time.Second, "Running", func(p *v1.Pod) bool { return p.Status.Phase == v1.PodRunning })
+	if src := pod.Annotations["kubernetes.io/config.source"]; src != "http" {
+		t.Errorf("config.source = %q, want http", src)
+	}
+	mu.Lock()
+	if token != "s3cret" {
+		t.Errorf("X-Token sent = %q, want s3cret", token)
+	}
+	body = ""
+	mu.Unlock()
+	_, err := s.client.Delete(context.Background(), connect.NewRequest(&podv1.DeleteRequest{Namespace: "default", Name: "fromurl-node1"}))
+	if connect.CodeOf(err) != connect.CodeFailedPrecondition {
+		t.Errorf("Delete of a static pod from the URL: %v, want FailedPrecondition", err)
+	}
+	waitFor(t, 20*time.Second, "the URL's pod removed", func() (bool, string) {
+		return s.get("fromurl-node1") == nil && len(s.sandboxes()) == 0, "still there"
 	})
 }

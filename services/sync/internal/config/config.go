@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"os"
 	"strconv"
 	"strings"
@@ -36,6 +37,8 @@ const (
 	// re-read (the kubelet's --file-check-frequency is 20 s and it watches
 	// with inotify as well; sync only polls, so it polls more often).
 	DefaultFileCheckFrequency = 5 * time.Second
+	// DefaultHTTPCheckFrequency is the kubelet's --http-check-frequency.
+	DefaultHTTPCheckFrequency = 20 * time.Second
 	// DefaultAdmissionTimeout bounds one call to splitlet-admission, which
 	// is local and answers in well under a millisecond.
 	DefaultAdmissionTimeout = 2 * time.Second
@@ -53,6 +56,11 @@ type Config struct {
 	RuntimeEndpoint    string
 	ManifestDir        string
 	FileCheckFrequency time.Duration
+	// ManifestURL is the kubelet's --manifest-url: a URL serving static
+	// pods, fetched every HTTPCheckFrequency with ManifestURLHeader.
+	ManifestURL        string
+	ManifestURLHeader  http.Header
+	HTTPCheckFrequency time.Duration
 	StateDir           string
 	NodeName           string
 	NodeIPs            []string
@@ -126,6 +134,21 @@ func Parse(args []string, output io.Writer) (Config, error) {
 	fs.StringVar(&cfg.RuntimeEndpoint, "runtime-endpoint", DefaultRuntimeEndpoint, "CRI endpoint of splitlet-gateway (unix:///path or host:port)")
 	fs.StringVar(&cfg.ManifestDir, "manifest-dir", "", "directory of static pod manifests; empty disables the file source")
 	fs.DurationVar(&cfg.FileCheckFrequency, "file-check-frequency", DefaultFileCheckFrequency, "how often the manifest directory is re-read")
+	fs.StringVar(&cfg.ManifestURL, "manifest-url", "", "URL serving static pods (one pod, several documents or a PodList); empty disables the HTTP source")
+	fs.Func("manifest-url-header", "comma-separated key:value HTTP headers sent to --manifest-url; may be repeated, and a repeated key adds a value in order (the kubelet's format, e.g. 'a:hello,b:again')", func(v string) error {
+		if cfg.ManifestURLHeader == nil {
+			cfg.ManifestURLHeader = http.Header{}
+		}
+		for _, kv := range strings.Split(v, ",") {
+			k, val, ok := strings.Cut(kv, ":")
+			if !ok || strings.TrimSpace(k) == "" {
+				return fmt.Errorf("%q is not key:value", kv)
+			}
+			cfg.ManifestURLHeader.Add(strings.TrimSpace(k), val)
+		}
+		return nil
+	})
+	fs.DurationVar(&cfg.HTTPCheckFrequency, "http-check-frequency", DefaultHTTPCheckFrequency, "how often --manifest-url is fetched")
 	fs.StringVar(&cfg.StateDir, "state-dir", DefaultStateDir, "directory of sync's state: the pod store (pods.db) and pod volumes")
 	fs.StringVar(&cfg.NodeName, "node-name", strings.ToLower(host), "this node's name; static pods get it as a name suffix")
 	fs.StringVar(&nodeIPs, "node-ip", "", "comma-separated node IPs for pod status hostIP(s); empty reports none")
@@ -189,7 +212,7 @@ func Parse(args []string, output io.Writer) (Config, error) {
 	}
 	for name, d := range map[string]time.Duration{
 		"resync-interval": cfg.ResyncInterval, "relist-interval": cfg.RelistInterval,
-		"file-check-frequency": cfg.FileCheckFrequency, "crashloop-backoff-base": cfg.BackOffBase,
+		"file-check-frequency": cfg.FileCheckFrequency, "crashloop-backoff-base": cfg.BackOffBase, "http-check-frequency": cfg.HTTPCheckFrequency,
 		"admission-timeout": cfg.AdmissionTimeout, "container-gc-period": cfg.ContainerGCPeriod,
 	} {
 		if d <= 0 {

@@ -55,6 +55,15 @@ func TestParse(t *testing.T) {
 			d, _ := Parse([]string{"--node-name=n"}, &bytes.Buffer{})
 			return c.CgroupRoot == "" && d.CgroupRoot == "/sys/fs/cgroup"
 		}},
+		{desc: "manifest URL with headers in the kubelet's format", args: []string{"--manifest-url=http://m/pods", "--manifest-url-header=a:hello,b:again", "--manifest-url-header=b:beautiful", "--http-check-frequency=5s"}, check: func(c Config) bool {
+			b := c.ManifestURLHeader.Values("B")
+			return c.ManifestURL == "http://m/pods" && c.ManifestURLHeader.Get("A") == "hello" &&
+				len(b) == 2 && b[0] == "again" && b[1] == "beautiful" && c.HTTPCheckFrequency == 5*time.Second
+		}},
+		{desc: "HTTP source off by default, 20 s period", args: []string{"--node-name=n"}, check: func(c Config) bool {
+			return c.ManifestURL == "" && c.ManifestURLHeader == nil && c.HTTPCheckFrequency == 20*time.Second
+		}},
+		{desc: "bad manifest URL header", args: []string{"--manifest-url-header=novalue"}, wantErr: `"novalue" is not key:value`},
 		{desc: "cluster DNS not an IP", args: []string{"--cluster-dns=kube-dns"}, wantErr: `--cluster-dns: "kube-dns" is not an IP address`},
 		{desc: "bad node label", args: []string{"--node-labels=nokey"}, wantErr: "--node-labels"},
 		{desc: "bad admission failure policy", args: []string{"--admission-failure-policy=fail"}, wantErr: "--admission-failure-policy must be Fail or Ignore"},

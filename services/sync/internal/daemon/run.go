@@ -69,6 +69,9 @@ func Run(ctx context.Context, cfg config.Config) error {
 	defer st.Close()
 
 	sources := []string{source.APISourceName}
+	if cfg.ManifestURL != "" {
+		sources = append(sources, source.HTTPSourceName)
+	}
 	if cfg.ManifestDir != "" {
 		sources = append(sources, source.FileSourceName)
 	}
@@ -154,6 +157,9 @@ func Run(ctx context.Context, cfg config.Config) error {
 	if cfg.ManifestDir != "" {
 		fileSource := source.NewFileSource(cfg.ManifestDir, cfg.NodeName, cfg.FileCheckFrequency, podConfig, nil)
 		go fileSource.Run(ctx)
+	}
+	if cfg.ManifestURL != "" {
+		go source.NewHTTPSource(cfg.ManifestURL, cfg.ManifestURLHeader, cfg.NodeName, cfg.HTTPCheckFrequency, podConfig, nil).Run(ctx)
 	}
 	if admissionClient != nil {
 		go admissionClient.WatchEvictions(ctx, kubelet)

@@ -48,6 +48,8 @@ func notDeletableHere(s *Server, namespace, name string, notFound error) error {
 	switch src {
 	case source.FileSourceName:
 		how = "it is a static pod: remove its manifest from --manifest-dir"
+	case source.HTTPSourceName:
+		how = "it is a static pod: remove it from what --manifest-url serves"
 	case apiserver.SourceName:
 		how = "delete it through the Kubernetes API server"
 	}

@@ -35,6 +35,8 @@ import (
 // Source names, as the kubelet writes them in the config.source annotation.
 const (
 	FileSourceName = "file"
+	// HTTPSourceName is the static pods of a manifest URL (--manifest-url).
+	HTTPSourceName = "http"
 	// APISourceName is the PodService API. It plays the part of the
 	// kubelet's API server source, hence its name.
 	APISourceName = "api"

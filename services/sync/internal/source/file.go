@@ -160,13 +160,21 @@ func readManifestFile(path, nodeName string) ([]*v1.Pod, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
+	return staticPods(pods, defaults.Source{Kind: defaults.SourceFile, Location: path}, nodeName)
+}
+
+// staticPods defaults and validates the decoded pods of one static-pod
+// manifest (a file or a URL's answer), as the kubelet's applyDefaults and
+// validation do for its file and HTTP sources; any failure rejects them all,
+// naming the origin, the document and the field.
+func staticPods(pods []*v1.Pod, src defaults.Source, nodeName string) ([]*v1.Pod, error) {
 	for i, pod := range pods {
 		defaults.SetDefaults_Pod(pod)
-		if err := defaults.ApplyStaticPodDefaults(pod, defaults.Source{Kind: defaults.SourceFile, Location: path}, nodeName); err != nil {
-			return nil, fmt.Errorf("%s: document %d: %w", path, i, err)
+		if err := defaults.ApplyStaticPodDefaults(pod, src, nodeName); err != nil {
+			return nil, fmt.Errorf("%s: document %d: %w", src.Location, i, err)
 		}
 		if err := validation.AsError(validation.ValidatePod(pod)); err != nil {
-			return nil, fmt.Errorf("%s: document %d: %w", path, i, err)
+			return nil, fmt.Errorf("%s: document %d: %w", src.Location, i, err)
 		}
 	}
 	return pods, nil
