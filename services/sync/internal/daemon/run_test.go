@@ -32,3 +32,22 @@ func TestAddOpsProfiling(t *testing.T) {
 		})
 	}
 }
+
+// TestPodCgroups: --cgroup-root= (empty) turns pod cgroup removal off; any
+// other root turns it on.
+func TestPodCgroups(t *testing.T) {
+	for _, tc := range []struct {
+		desc string
+		root string
+		want bool
+	}{
+		{desc: "empty root disables removal", root: "", want: false},
+		{desc: "default root enables removal", root: "/sys/fs/cgroup", want: true},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			if got := podCgroups(tc.root) != nil; got != tc.want {
+				t.Errorf("podCgroups(%q) enabled = %v, want %v", tc.root, got, tc.want)
+			}
+		})
+	}
+}

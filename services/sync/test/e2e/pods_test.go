@@ -371,6 +371,7 @@ func testDelete(t *testing.T, e *env) {
 	if len(cgroups) == 0 {
 		t.Fatal("found no cgroup of the pods under /sys/fs/cgroup/.../kubepods while they ran")
 	}
+	t.Logf("the pods had %d pod-level cgroup directories (e.g. %s)", len(cgroups), cgroups[0])
 	waitFor(t, 30*time.Second, "the pods' cgroups removed", func() (bool, string) {
 		var left []string
 		for _, dir := range cgroups {
