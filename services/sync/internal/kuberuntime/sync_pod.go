@@ -211,7 +211,7 @@ func (m *Manager) createPodSandbox(ctx context.Context, pod *v1.Pod, attempt uin
 		cfg.Annotations = map[string]string{}
 	}
 	cfg.Annotations[ManagedByAnnotation] = ManagedByValue
-	if err := os.MkdirAll(cfg.GetLogDirectory(), 0o755); err != nil {
+	if err := mkdirAll(cfg.GetLogDirectory(), 0o755); err != nil {
 		return "", fmt.Errorf("create pod log directory: %w", err)
 	}
 	resp, err := m.runtime.RunPodSandbox(ctx, &runtimeapi.RunPodSandboxRequest{Config: cfg})

@@ -1,0 +1,113 @@
+package kuberuntime
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+)
+
+// TestOSFSMkdirAll: mkdirAll must create what os.MkdirAll creates and fail
+// where it fails, with the same permissions on every level it made.
+func TestOSFSMkdirAll(t *testing.T) {
+	umask := os.FileMode(syscall.Umask(0))
+	syscall.Umask(int(umask))
+	for _, tc := range []struct {
+		desc    string
+		files   []string // made before, as regular files
+		dirs    []string // made before
+		path    string
+		wantErr bool
+	}{
+		{desc: "every level new", path: "pods/u1/containers/c"},
+		{desc: "parent exists", dirs: []string{"pods/u1/containers"}, path: "pods/u1/containers/c"},
+		{desc: "the directory exists", dirs: []string{"pods/u1/containers/c"}, path: "pods/u1/containers/c"},
+		{desc: "a file in its place", dirs: []string{"pods/u1"}, files: []string{"pods/u1/containers"}, path: "pods/u1/containers", wantErr: true},
+		{desc: "a file as a parent", dirs: []string{"pods"}, files: []string{"pods/u1"}, path: "pods/u1/containers/c", wantErr: true},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			root := t.TempDir()
+			for _, d := range tc.dirs {
+				if err := os.MkdirAll(filepath.Join(root, d), 0o700); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for _, f := range tc.files {
+				if err := os.WriteFile(filepath.Join(root, f), nil, 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
+			path := filepath.Join(root, tc.path)
+			err := OSFS{}.MkdirAll(path, 0o750)
+			if (err != nil) != tc.wantErr {
+				t.Fatalf("MkdirAll(%s): error %v, want error %v", tc.path, err, tc.wantErr)
+			}
+			if tc.wantErr {
+				return
+			}
+			fi, err := os.Stat(path)
+			if err != nil || !fi.IsDir() {
+				t.Fatalf("%s is not a directory after MkdirAll: %v", tc.path, err)
+			}
+			// Levels this call made get perm less the umask, as with
+			// os.MkdirAll; levels that existed keep theirs.
+			for p := path; p != root; p = filepath.Dir(p) {
+				rel, _ := filepath.Rel(root, p)
+				want := 0o750 &^ umask
+				for _, d := range tc.dirs {
+					if d == rel || strings.HasPrefix(d, rel+"/") {
+						want = 0o700 &^ umask
+					}
+				}
+				fi, err := os.Stat(p)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got := fi.Mode().Perm(); got != want {
+					t.Errorf("%s: mode %v, want %v", rel, got, want)
+				}
+			}
+		})
+	}
+}
+
+// TestOSFSMkdirAllConcurrent: two containers of one pod starting at once
+// create the same pod directory; neither may fail.
+func TestOSFSMkdirAllConcurrent(t *testing.T) {
+	root := t.TempDir()
+	var wg sync.WaitGroup
+	errs := make(chan error, 16)
+	for i := range 16 {
+		wg.Go(func() {
+			errs <- OSFS{}.MkdirAll(filepath.Join(root, "pods", "u1", "containers", string(rune('a'+i%4))), 0o750)
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Error(err)
+		}
+	}
+}
+
+// TestOSFSCreateFile: the file gets exactly perm, whatever the umask, and
+// an existing one is truncated.
+func TestOSFSCreateFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "termination")
+	if err := os.WriteFile(path, []byte("old message"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := (OSFS{}).CreateFile(path, 0o666); err != nil {
+		t.Fatal(err)
+	}
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi.Mode().Perm() != 0o666 || fi.Size() != 0 {
+		t.Errorf("mode %v size %d, want -rw-rw-rw- and 0", fi.Mode().Perm(), fi.Size())
+	}
+}
