@@ -364,3 +364,39 @@ func TestCtrConfigValidate(t *testing.T) {
 		})
 	}
 }
+
+// TestTrackerWaitWakes: waiters blocked on unmarked names return once
+// another goroutine marks the last of them, each with its own set, and a
+// waiter that gave up is dropped.
+func TestTrackerWaitWakes(t *testing.T) {
+	tr := newTracker()
+	tr.mark("a", time.Unix(1, 0))
+	results := make(chan error, 2)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	go func() { results <- tr.wait(ctx, []string{"a", "b", "c"}) }()
+	go func() { results <- tr.wait(ctx, []string{"c", "c"}) }()
+
+	short, cancelShort := context.WithTimeout(context.Background(), 10*time.Millisecond)
+	defer cancelShort()
+	if err := tr.wait(short, []string{"d"}); err == nil {
+		t.Fatal("wait for a name nobody marks returned nil")
+	}
+	tr.mark("b", time.Unix(2, 0))
+	select {
+	case err := <-results:
+		t.Fatalf("a waiter returned (%v) before c was marked", err)
+	case <-time.After(20 * time.Millisecond):
+	}
+	tr.mark("c", time.Unix(3, 0))
+	for range 2 {
+		if err := <-results; err != nil {
+			t.Errorf("wait after every name was marked: %v", err)
+		}
+	}
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	if len(tr.waiters) != 0 {
+		t.Errorf("%d waiters left registered after all returned", len(tr.waiters))
+	}
+}
