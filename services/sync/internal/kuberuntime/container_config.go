@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -53,7 +52,7 @@ func (OSFS) MkdirAll(path string, perm os.FileMode) error { return mkdirAll(path
 // 13 syscalls become 7. An existing directory costs a mkdir and a stat.
 func mkdirAll(path string, perm os.FileMode) error {
 	err := os.Mkdir(path, perm)
-	if errors.Is(err, fs.ErrNotExist) {
+	if errors.Is(err, os.ErrNotExist) {
 		parent := filepath.Dir(path)
 		if parent == path || parent == "." {
 			return err
@@ -82,14 +81,14 @@ func mkdirAll(path string, perm os.FileMode) error {
 func (OSFS) CreateFile(path string, perm os.FileMode) error {
 	fd, err := openRetry(path, syscall.O_RDWR|syscall.O_CREAT|syscall.O_TRUNC|syscall.O_CLOEXEC, 0o666)
 	if err != nil {
-		return &fs.PathError{Op: "open", Path: path, Err: err}
+		return &os.PathError{Op: "open", Path: path, Err: err}
 	}
 	err = syscall.Fchmod(fd, uint32(perm.Perm()))
 	if cerr := syscall.Close(fd); err == nil && cerr != nil {
-		return &fs.PathError{Op: "close", Path: path, Err: cerr}
+		return &os.PathError{Op: "close", Path: path, Err: cerr}
 	}
 	if err != nil {
-		return &fs.PathError{Op: "chmod", Path: path, Err: err}
+		return &os.PathError{Op: "chmod", Path: path, Err: err}
 	}
 	return nil
 }
