@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # A real etcd + kube-apiserver on loopback, for splitlet's API-server tests.
 #
-#   hack/apiserver.sh build   build kube-apiserver into _out/apiserver/bin (cached)
+#   hack/apiserver.sh build   build kube-apiserver into $SPLITLET_CACHE (cached
+#                             outside the clone, keyed by version)
 #   hack/apiserver.sh start   start etcd and kube-apiserver in the background,
 #                             write _out/apiserver/kubeconfig (admin) and
 #                             _out/apiserver/node.kubeconfig, wait until healthy
@@ -21,6 +22,8 @@
 #   KUBE_VERSION    k8s.io/kubernetes version (default v1.36.3, the newest the
 #                   proxy served when this was written; there is no v1.37.x yet)
 #   APISERVER_DIR   state, certificates, logs (default _out/apiserver)
+#   SPLITLET_CACHE  third-party builds, kept across clones
+#                   (default ${XDG_CACHE_HOME:-~/.cache}/splitlet; hack/lib/cache.sh)
 #   ETCD_PORT, APISERVER_PORT  loopback ports (defaults 23790, 26443)
 set -euo pipefail
 
@@ -30,8 +33,10 @@ dir=${APISERVER_DIR:-$root/_out/apiserver}
 etcd_port=${ETCD_PORT:-23790}
 etcd_peer_port=$((etcd_port + 1))
 api_port=${APISERVER_PORT:-26443}
-bin_dir=$dir/bin
-apiserver_bin=$bin_dir/kube-apiserver-$kube_version
+# shellcheck source=hack/lib/cache.sh
+source "$root/hack/lib/cache.sh"
+bin_dir=$SPLITLET_CACHE/kubernetes-$kube_version/bin
+apiserver_bin=$bin_dir/kube-apiserver
 
 log() { printf 'apiserver.sh: %s\n' "$*" >&2; }
 

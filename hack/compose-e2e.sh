@@ -27,7 +27,7 @@
 #                           when no plugin is installed (default
 #                           _out/compose-v2/docker-compose, if built)
 #   SPLITLET_CRICTL         crictl for the gateway check (default
-#                           _out/critools/crictl from hack/critest.sh, then
+#                           crictl that hack/critest.sh caches in $SPLITLET_CACHE, then
 #                           PATH); "none" uses the gateway's e2e policy test
 #   SPLITLET_COMPOSE_KEEP=1 leave dockerd, and a stack a failure interrupted,
 #                           running for inspection
@@ -47,6 +47,8 @@ fi
 
 # shellcheck source-path=SCRIPTDIR source=lib/docker.sh
 source "$root/hack/lib/docker.sh"
+# shellcheck source=lib/cache.sh
+source "$root/hack/lib/cache.sh"
 
 project=splitlet-e2e
 pod=busybox
@@ -158,8 +160,8 @@ gateway_check() {
     crictl=""
   elif [ -n "$crictl" ]; then
     [ -x "$crictl" ] || { log "SPLITLET_CRICTL=$crictl is not executable"; return 1; }
-  elif [ -x "$root/_out/critools/crictl" ]; then
-    crictl=$root/_out/critools/crictl
+  elif [ -x "$CRI_TOOLS_DIR/crictl" ]; then
+    crictl=$CRI_TOOLS_DIR/crictl
   elif command -v crictl >/dev/null; then
     crictl=$(command -v crictl)
   fi
@@ -211,7 +213,9 @@ no_pod_containers() {
 # run_stack CLI: one whole cycle with docker-compose ("v1") or docker compose ("v2").
 run_stack() {
   export DOCKER_COMPOSE_CLI=$1
-  log "== compose $1: $(docker_compose version --short 2>/dev/null || docker_compose version | head -1)"
+  local version
+  version=$(docker_compose version --short 2>/dev/null || docker_compose version 2>&1) || true
+  log "== compose $1: ${version%%$'\n'*}"
   compose_up=1
   if [ "$sync_landed" = 1 ]; then
     compose up -d
@@ -236,7 +240,9 @@ run_stack() {
   wait_for "pod $pod to be Running" 90 pod_running
   log "pod $pod is Running"
   wait_for "the line '$pod_line' in splitctl logs $pod" 30 pod_logs_have_line
-  log "splitctl logs $pod: $("$root/bin/splitctl" logs "$pod" | head -1)"
+  local logs
+  logs=$("$root/bin/splitctl" logs "$pod")
+  log "splitctl logs $pod: ${logs%%$'\n'*}"
   # The pod really runs in the compose containerd, not in some other runtime.
   local ctrs
   ctrs=$(ctr_in_stack containers ls)

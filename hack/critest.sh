@@ -28,8 +28,10 @@ source hack/lib/containerd.sh
 # critest needs pod networking (pod IPs, port mappings): a CNI bridge.
 export CONTAINERD_WITH_CNI=1
 
-CRI_TOOLS_VERSION=v1.30.0
-TOOLS=$ROOT/_out/critools
+# shellcheck source=hack/lib/cache.sh
+source hack/lib/cache.sh
+# crictl and critest, built once per version outside the clone.
+TOOLS=$CRI_TOOLS_DIR
 OUT=$ROOT/_out/critest
 REGISTRY=${CRITEST_REGISTRY:-127.0.0.1:5000}
 WORK=$(mktemp -d /tmp/splitlet-critest.XXXXXX)
@@ -121,10 +123,10 @@ YAML
 
 push_images() {
   (cd gateway &&
-    go build -o "$TOOLS/critestimages" ./test/critestimages &&
-    CGO_ENABLED=0 go build -ldflags='-s -w' -o "$TOOLS/standin" ./test/critestimages/standin)
-  "$TOOLS/critestimages" -list >"$OUT/images.txt"
-  "$TOOLS/critestimages" -busybox /bin/busybox -standin "$TOOLS/standin" -registry "$REGISTRY" 2>"$OUT/push.log" ||
+    go build -o "$OUT/critestimages" ./test/critestimages &&
+    CGO_ENABLED=0 go build -ldflags='-s -w' -o "$OUT/standin" ./test/critestimages/standin)
+  "$OUT/critestimages" -list >"$OUT/images.txt"
+  "$OUT/critestimages" -busybox /bin/busybox -standin "$OUT/standin" -registry "$REGISTRY" 2>"$OUT/push.log" ||
     { cat "$OUT/push.log" >&2; return 1; }
   log "pushed $(grep -c '^built' "$OUT/images.txt") image references to $REGISTRY"
 }

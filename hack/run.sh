@@ -55,7 +55,11 @@ pid_alive() {
   [ -s "$pidfile" ] || return 1
   pid=$(<"$pidfile")
   kill -0 "$pid" 2>/dev/null || return 1
-  tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -q "splitlet-$1"
+  # Read first, then match: `tr | grep -q` under pipefail reports a live
+  # process as gone whenever grep's early exit kills tr with SIGPIPE.
+  local cmdline
+  cmdline=$(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null) || return 1
+  [[ $cmdline == *"splitlet-$1"* ]]
 }
 
 # drain_runtime: on a real runtime, remove the example pods before sync
@@ -306,12 +310,7 @@ sync_args=(
 # Host-network pods report the node's IPs as their own, as on a kubelet.
 node_ip=$(hostname -I 2>/dev/null | awk '{print $1}') || node_ip=""
 [ -z "$node_ip" ] || sync_args+=(--node-ip="$node_ip")
-# Wired only once sync has the flag (it is being added); until then sync
-# admits every pod itself and admission runs beside it for the try-next list.
-if "$bin/splitlet-sync" -h 2>&1 | grep -q -- '--admission-endpoint'; then
-  sync_args+=(--admission-endpoint="$admission_addr")
-  admission_wired=1
-fi
+sync_args+=(--admission-endpoint="$admission_addr")
 start sync "${sync_args[@]}"
 wait_healthy sync http_ok "$server/healthz"
 
@@ -357,21 +356,20 @@ fi
 # rel PATH: PATH relative to the working directory when it lies below it.
 rel() { if [[ $1 == "$PWD"/* ]]; then echo "${1#"$PWD"/}"; else echo "$1"; fi; }
 crictl=crictl
-[ -x "$root/_out/critools/crictl" ] && crictl=$(rel "$root/_out/critools/crictl")
+# shellcheck source=hack/lib/cache.sh
+source "$root/hack/lib/cache.sh"
+[ -x "$CRI_TOOLS_DIR/crictl" ] && crictl=$CRI_TOOLS_DIR/crictl
 rel_bin=$(rel "$bin")
 rel_run=$(rel "$run_dir")
-admission_hint=""
-if [ "${admission_wired:-}" = 1 ]; then
-  admission_hint="
+admission_hint="
   # a pod admission rejects (OutOfmemory), and admission's decisions:
   $rel_bin/splitctl apply -f examples/admission/too-big.yaml; $rel_bin/splitctl get pod too-big
   curl -s http://$admission_addr/metrics | grep '^admission_admit_total'
 "
-fi
 stop_hint="Ctrl-C"
 [ "${RUN_DETACH:-}" = 1 ] && stop_hint="make stop   (or hack/run.sh stop)"
 cat <<EOF
-splitlet runs (backend: $backend${admission_wired:+, sync admits through admission}).
+splitlet runs (backend: $backend, sync admits through admission).
 Logs: $rel_run/{gateway,admission,sync}.log   container logs: $rel_run/logs/
 Static pods: $rel_run/manifests/ (a copy of examples/static/; sync re-reads it on change)
 
@@ -392,7 +390,7 @@ Try next:
   curl -s -H 'Content-Type: application/json' -d '{"namespace":"default"}' \\
     $server/splitlet.pod.v1.PodService/List
 
-  # CRI, as sync sees it (make critest builds crictl into _out/critools/):
+  # CRI, as sync sees it (make critest builds crictl into $SPLITLET_CACHE):
   $crictl --runtime-endpoint unix://$gateway_sock ps -a
   curl -s http://$gateway_metrics/metrics | grep splitlet_gateway_runtime_operations_total
 

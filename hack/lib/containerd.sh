@@ -35,7 +35,11 @@ containerd_install() {
   local missing=()
   command -v containerd >/dev/null || missing+=(containerd)
   command -v runc >/dev/null || missing+=(runc)
-  [ -x /bin/busybox ] && /bin/busybox --list 2>/dev/null | grep -qx sh || missing+=(busybox-static)
+  # Output is captured before matching: `cmd | grep -q` under pipefail fails
+  # whenever grep's early exit kills the writer with SIGPIPE.
+  local applets="" kind=""
+  [ -x /bin/busybox ] && applets=$(/bin/busybox --list 2>/dev/null)
+  [[ $'\n'$applets$'\n' == *$'\n'sh$'\n'* ]] || missing+=(busybox-static)
   if [ "${CONTAINERD_WITH_CNI:-}" = 1 ] && [ ! -x /usr/lib/cni/bridge ]; then
     missing+=(containernetworking-plugins iptables)
   fi
@@ -45,8 +49,8 @@ containerd_install() {
   fi
   # busybox-static ships /bin/busybox; a dynamic busybox would not run in a
   # scratch image, so insist on the static one.
-  if ! file -L /bin/busybox 2>/dev/null | grep -q 'statically linked' && \
-     ! ldd /bin/busybox 2>&1 | grep -q 'not a dynamic executable'; then
+  kind=$(file -L /bin/busybox 2>/dev/null; ldd /bin/busybox 2>&1) || true
+  if [[ $kind != *'statically linked'* && $kind != *'not a dynamic executable'* ]]; then
     _apt_install busybox-static
   fi
 }

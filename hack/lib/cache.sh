@@ -1,0 +1,6 @@
+# shellcheck shell=bash
+# Where third-party builds (kube-apiserver, crictl and critest) are cached:
+# outside the clone, keyed by version, so a fresh clone and CI reuse them.
+SPLITLET_CACHE=${SPLITLET_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/splitlet}
+CRI_TOOLS_VERSION=${CRI_TOOLS_VERSION:-v1.30.0}
+CRI_TOOLS_DIR=$SPLITLET_CACHE/cri-tools-$CRI_TOOLS_VERSION
