@@ -20,6 +20,18 @@ export PATH := $(TOOLBIN):$(PATH)
 MODULES := $(shell sed -n 's|^[[:space:]]*\./||p' go.work)
 GO_TEST_FLAGS ?= -count=1
 
+# make run: the launcher's flags from the environment (splitlet-stack -h).
+SPLITLET_CACHE ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/splitlet
+RUN_DIR ?= $(ROOT)/_out/run
+RUN_FLAGS = --dir=$(RUN_DIR) --examples=$(ROOT)/examples \
+  $(if $(RUNTIME_ENDPOINT),--runtime-endpoint=$(RUNTIME_ENDPOINT)) \
+  $(if $(filter 1,$(RUN_DETACH)),--detach) $(if $(filter 1,$(RUN_SMOKE)),--smoke) \
+  $(if $(RUN_TIMEOUT),--timeout=$(RUN_TIMEOUT)) \
+  $(if $(RUN_SYNC_ADDR),--sync-addr=$(RUN_SYNC_ADDR)) \
+  $(if $(RUN_ADMISSION_ADDR),--admission-addr=$(RUN_ADMISSION_ADDR)) \
+  $(if $(RUN_GATEWAY_METRICS_ADDR),--gateway-metrics-addr=$(RUN_GATEWAY_METRICS_ADDR)) \
+  $(addprefix --crictl=,$(wildcard $(SPLITLET_CACHE)/cri-tools-*/crictl))
+
 .PHONY: build tools generate check-generate lint test e2e critest bench run stop compose-e2e apiserver-e2e clean
 
 build: ## Build every splitlet binary into bin/.
@@ -68,11 +80,11 @@ apiserver-e2e: ## splitlet against a real etcd + kube-apiserver (built from the 
 bench: ## Benchmarks; figures are recorded in BENCHMARKS.md.
 	hack/bench.sh
 
-run: ## The local stack (fake backend, examples/ applied); RUNTIME_ENDPOINT=unix://... for a real runtime, RUN_DETACH=1, RUN_SMOKE=1.
-	hack/run.sh
+run: build ## The local stack (fake backend, examples/ applied); RUNTIME_ENDPOINT=unix://... for a real runtime, RUN_DETACH=1, RUN_SMOKE=1.
+	$(BIN)/splitlet-stack $(RUN_FLAGS) run
 
 stop: ## Stop a stack started with `make run RUN_DETACH=1`.
-	hack/run.sh stop
+	$(BIN)/splitlet-stack --dir=$(RUN_DIR) stop
 
 clean:
 	rm -rf $(BIN)
