@@ -42,6 +42,22 @@ func newProcess(name, path, logPath string, ready Check, args ...string) *Proces
 	return &Process{Name: name, Path: path, Args: args, LogPath: logPath, ready: ready}
 }
 
+// StartProcess starts a binary that is not one of the stack's (the kubelet
+// beside it in the bench) with the same log, health and stop handling, and
+// waits up to timeout for ready (nil: no wait). On a failed wait the
+// process is stopped.
+func StartProcess(ctx context.Context, name, path, logPath string, ready Check, timeout time.Duration, args ...string) (*Process, error) {
+	p := newProcess(name, path, logPath, ready, args...)
+	if err := p.start(); err != nil {
+		return nil, err
+	}
+	if err := p.WaitReady(ctx, timeout); err != nil {
+		p.Stop(5 * time.Second)
+		return nil, err
+	}
+	return p, nil
+}
+
 // start runs the binary in its own process group, so a Ctrl-C meant for
 // the launcher does not reach the processes twice: the launcher stops them
 // itself, in order.

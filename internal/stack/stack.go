@@ -54,6 +54,9 @@ type Config struct {
 	// given twice the last wins.
 	GatewayArgs []string
 
+	// GatewayOnly starts the gateway alone, for a CRI client that is not
+	// sync (the kubelet in the bench, the CRI scenario suite).
+	GatewayOnly bool
 	// NoAdmission runs sync without admission: sync then admits every pod
 	// itself and evicts nothing.
 	NoAdmission bool
@@ -83,14 +86,15 @@ type Config struct {
 	Logger *zap.Logger
 }
 
-// Stack is a started gateway, admission (unless Config.NoAdmission) and sync.
+// Stack is a started gateway, admission (unless Config.NoAdmission or
+// GatewayOnly) and sync (unless GatewayOnly).
 type Stack struct {
 	cfg Config
 	log *zap.Logger
 
 	Gateway   *Process
-	Admission *Process // nil with Config.NoAdmission
-	Sync      *Process
+	Admission *Process // nil with Config.NoAdmission or GatewayOnly
+	Sync      *Process // nil with Config.GatewayOnly
 
 	// GatewaySocket is the gateway's CRI socket path.
 	GatewaySocket string
@@ -145,6 +149,9 @@ func Start(ctx context.Context, cfg Config) (s *Stack, retErr error) {
 	}()
 	if err := s.startGateway(ctx); err != nil {
 		return s, err
+	}
+	if cfg.GatewayOnly {
+		return s, nil
 	}
 	if !cfg.NoAdmission {
 		if err := s.startAdmission(ctx); err != nil {

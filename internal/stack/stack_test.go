@@ -244,3 +244,34 @@ func TestResolveAddr(t *testing.T) {
 		})
 	}
 }
+
+func TestGatewayOnlyAndStartProcess(t *testing.T) {
+	s := startStack(t, Config{GatewayOnly: true})
+	if s.Admission != nil || s.Sync != nil || len(s.Processes()) != 1 {
+		t.Fatalf("GatewayOnly started %d processes", len(s.Processes()))
+	}
+	criVersion(t, s)
+
+	// A binary outside the stack gets the same handling: here a second sync
+	// on the gateway, as the bench starts the kubelet beside one.
+	addr, err := FreeAddr()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := shortDir(t)
+	p, err := StartProcess(context.Background(), "other", filepath.Join(binDir, SyncBinary), filepath.Join(dir, "other.log"),
+		HTTPOK("http://"+addr+"/healthz"), 20*time.Second,
+		"--listen="+addr, "--runtime-endpoint=unix://"+s.GatewaySocket, "--state-dir="+filepath.Join(dir, "state"),
+		"--pod-logs-root="+filepath.Join(dir, "logs"), "--node-name=other")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Stop(10 * time.Second)
+	if !errors.Is(p.Exited(), ErrExited) {
+		t.Error("StartProcess's process still runs after Stop")
+	}
+	if _, err := StartProcess(context.Background(), "bad", filepath.Join(binDir, SyncBinary), filepath.Join(dir, "bad.log"),
+		HTTPOK("http://"+addr+"/healthz"), 10*time.Second, "--no-such-flag"); !errors.Is(err, ErrExited) {
+		t.Errorf("StartProcess of a failing binary: %v, want ErrExited", err)
+	}
+}

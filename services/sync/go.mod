@@ -56,6 +56,7 @@ require (
 	github.com/prometheus/common v0.72.0 // indirect
 	github.com/prometheus/procfs v0.22.0 // indirect
 	github.com/spf13/pflag v1.0.10 // indirect
+	github.com/splitlet/splitlet/internal v0.0.0
 	github.com/x448/float16 v0.8.4 // indirect
 	go.uber.org/multierr v1.10.0 // indirect
 	go.yaml.in/yaml/v2 v2.4.4 // indirect
@@ -78,3 +79,5 @@ require (
 replace github.com/splitlet/splitlet/services/admission => ../admission
 
 replace github.com/splitlet/splitlet/proto => ../../proto
+
+replace github.com/splitlet/splitlet/internal => ../../internal

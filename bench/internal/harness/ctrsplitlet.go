@@ -6,13 +6,13 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"path/filepath"
 	"time"
 
 	"connectrpc.com/connect"
 	"go.uber.org/zap"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/splitlet/splitlet/internal/stack"
 	podv1 "github.com/splitlet/splitlet/proto/splitlet/pod/v1"
 	"github.com/splitlet/splitlet/proto/splitlet/pod/v1/podv1connect"
 )
@@ -46,10 +46,12 @@ func runSplitletCtr(ctx context.Context, cfg CtrConfig, rt runtimeapi.RuntimeSer
 	if err != nil {
 		return failed(err)
 	}
-	var procs []*process
+	var st *stack.Stack
 	var runs []SideRun
 	defer func() {
-		stopAll(procs, 10*time.Second)
+		if st != nil {
+			st.Stop()
+		}
 		clean := cleanRuntime(ctx, rt)
 		ok := clean == nil
 		for i := range runs {
@@ -63,52 +65,17 @@ func runSplitletCtr(ctx context.Context, cfg CtrConfig, rt runtimeapi.RuntimeSer
 		}
 	}()
 
-	metricsPort, err := freePort()
-	if err != nil {
-		return failed(err)
-	}
-	socket := filepath.Join(dir, "gateway.sock")
-	gw, err := startProcess(ctx, dir, "gateway", filepath.Join(cfg.BinDir, "splitlet-gateway"),
-		"--backend=cri",
-		"--runtime-endpoint="+cfg.Endpoint,
-		"--socket="+socket,
-		fmt.Sprintf("--metrics-addr=127.0.0.1:%d", metricsPort),
-		"--allow-host-network",
-		// sync's pod directories (termination message files) are in
-		// the run directory.
-		"--allowed-host-path="+dir,
-		"--log-level=warn",
-	)
-	if err != nil {
-		return failed(err)
-	}
-	procs = append(procs, gw)
-	conn, err := dialGateway(socket)
+	st, conn, err := startStack(ctx, Config{BinDir: cfg.BinDir}, stackOptions{dir: dir, n: cfg.N, runtimeEndpoint: cfg.Endpoint, metrics: true})
 	if err != nil {
 		return failed(err)
 	}
 	defer conn.Close()
-	if err := gw.waitReady(ctx, 20*time.Second, criReady(conn)); err != nil {
-		return failed(err)
-	}
-	adm, admURL, err := startAdmission(ctx, Config{BinDir: cfg.BinDir}, dir, cfg.N)
-	if err != nil {
-		return failed(err)
-	}
-	procs = append(procs, adm)
-	sy, syncURL, notes, err := startSync(ctx, cfg.BinDir, dir, socket, admURL, false)
-	if err != nil {
-		return failed(err)
-	}
-	procs = append(procs, sy)
-	for _, n := range notes {
-		logFrom(ctx).Warn(n)
-	}
+	procs := st.Processes()
 
 	octx, ocancel := context.WithCancel(ctx)
 	defer ocancel()
-	s := &splitletCtr{cfg: cfg, rt: rt, client: newPodClient(syncURL),
-		metricsURL: fmt.Sprintf("http://127.0.0.1:%d/metrics", metricsPort)}
+	s := &splitletCtr{cfg: cfg, rt: rt, client: newPodClient(st.SyncURL()),
+		metricsURL: "http://" + st.GatewayMetricsAddr + "/metrics"}
 	s.obs = newPodObserver(s.client)
 	watching := make(chan struct{})
 	go s.obs.run(octx, watching)

@@ -182,14 +182,6 @@ func sumUsage(m map[string]Usage) Usage {
 	return t
 }
 
-func pids(procs []*process) map[string]int {
-	out := make(map[string]int, len(procs))
-	for _, p := range procs {
-		out[p.name] = p.pid()
-	}
-	return out
-}
-
 func diffCPU(after, before map[string]float64) map[string]float64 {
 	out := make(map[string]float64, len(after))
 	for k, v := range after {

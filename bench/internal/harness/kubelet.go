@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/splitlet/splitlet/internal/stack"
 	"go.uber.org/zap"
 )
 
@@ -26,18 +27,14 @@ func runKubelet(ctx context.Context, cfg Config, n int) (r Result) {
 	}
 	r.Dir = dir
 	defer cleanup(ctx, cfg, &r)
-	var procs []*process
-	defer func() {
-		stopAll(procs, 15*time.Second)
-	}()
-
-	gw, conn, socket, err := startGateway(ctx, cfg, dir, dir)
+	st, conn, err := startStack(ctx, cfg, stackOptions{dir: dir, gatewayOnly: true})
 	if err != nil {
 		r.fail(err)
 		return r
 	}
-	procs = append(procs, gw)
+	defer st.Stop()
 	defer conn.Close()
+	socket := st.GatewaySocket
 
 	manifests := filepath.Join(dir, "manifests")
 	if err := os.MkdirAll(manifests, 0o755); err != nil {
@@ -50,12 +47,13 @@ func runKubelet(ctx context.Context, cfg Config, n int) (r Result) {
 		r.fail(fmt.Errorf("free ports: %v, %v", err1, err2))
 		return r
 	}
+	healthzURL := fmt.Sprintf("http://127.0.0.1:%d/healthz", healthz)
 	conf := filepath.Join(dir, "kubelet-config.yaml")
 	if err := os.WriteFile(conf, []byte(kubeletConfig(manifests, socket, port, healthz, n)), 0o644); err != nil {
 		r.fail(err)
 		return r
 	}
-	kl, err := startProcess(ctx, dir, "kubelet", cfg.Kubelet,
+	kl, err := stack.StartProcess(ctx, "kubelet", cfg.Kubelet, filepath.Join(dir, "kubelet.log"), httpOK(healthzURL), 90*time.Second,
 		"--config="+conf,
 		"--root-dir="+filepath.Join(dir, "kubelet"),
 		"--cert-dir="+filepath.Join(dir, "pki"),
@@ -66,11 +64,8 @@ func runKubelet(ctx context.Context, cfg Config, n int) (r Result) {
 		r.fail(err)
 		return r
 	}
-	procs = append(procs, kl)
-	if err := kl.waitReady(ctx, 90*time.Second, httpOK(fmt.Sprintf("http://127.0.0.1:%d/healthz", healthz))); err != nil {
-		r.fail(err)
-		return r
-	}
+	defer kl.Stop(15 * time.Second)
+	procs := append(st.Processes(), kl)
 
 	octx, ocancel := context.WithCancel(ctx)
 	defer ocancel()

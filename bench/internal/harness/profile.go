@@ -16,26 +16,11 @@ import (
 // Config.ProfileSeconds is unset: long enough to cover a 1000-pod burst.
 const defaultProfileSeconds = 10
 
-// profilingArgs returns the flags that make a process serve pprof on its
-// metrics address (flag names that address), and the URL it will serve it
-// at. Without -profile, or for a binary without --profiling, the metrics
-// server stays off.
-func profilingArgs(cfg Config, bin, addrFlag string) (string, []string, error) {
-	if cfg.ProfileDir == "" || !hasFlag(bin, "profiling") {
-		return "", []string{"--" + addrFlag + "="}, nil
-	}
-	port, err := freePort()
-	if err != nil {
-		return "", nil, err
-	}
-	addr := fmt.Sprintf("127.0.0.1:%d", port)
-	return "http://" + addr, []string{"--" + addrFlag + "=" + addr, "--profiling"}, nil
-}
-
-// startProfiles starts a CPU profile of every process serving pprof and
+// startProfiles starts a CPU profile of every process serving pprof
+// (targets: name to base URL) and
 // returns a function that waits for them and lists the files written.
 // Failures are logged, not fatal: a profile is a diagnosis, not a figure.
-func startProfiles(ctx context.Context, cfg Config, n int, procs []*process) func() []string {
+func startProfiles(ctx context.Context, cfg Config, n int, targets map[string]string) func() []string {
 	if cfg.ProfileDir == "" {
 		return func() []string { return nil }
 	}
@@ -49,17 +34,14 @@ func startProfiles(ctx context.Context, cfg Config, n int, procs []*process) fun
 		mu    sync.Mutex
 		files []string
 	)
-	for _, p := range procs {
-		if p.debugURL == "" {
-			continue
-		}
-		path := filepath.Join(cfg.ProfileDir, fmt.Sprintf("%s-%d.pprof", p.name, n))
+	for name, base := range targets {
+		path := filepath.Join(cfg.ProfileDir, fmt.Sprintf("%s-%d.pprof", name, n))
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			url := fmt.Sprintf("%s/debug/pprof/profile?seconds=%d", p.debugURL, secs)
+			url := fmt.Sprintf("%s/debug/pprof/profile?seconds=%d", base, secs)
 			if err := fetchProfile(ctx, url, path, time.Duration(secs+30)*time.Second); err != nil {
-				log.Warn("profile failed", zap.String("process", p.name), zap.Error(err))
+				log.Warn("profile failed", zap.String("process", name), zap.Error(err))
 				return
 			}
 			mu.Lock()

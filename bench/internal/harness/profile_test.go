@@ -1,51 +1,41 @@
 package harness
 
 import (
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/splitlet/splitlet/internal/stack"
 )
 
-// fakeBin writes an executable whose -h output is usage.
-func fakeBin(t *testing.T, usage string) string {
-	t.Helper()
-	path := filepath.Join(t.TempDir(), "bin")
-	script := "#!/bin/sh\ncat <<'EOF'\n" + usage + "\nEOF\n"
-	if err := os.WriteFile(path, []byte(script), 0o755); err != nil {
-		t.Fatal(err)
+func TestProfileTargets(t *testing.T) {
+	full := &stack.Stack{
+		GatewayMetricsAddr: "127.0.0.1:1", AdmissionAddr: "127.0.0.1:2", SyncAddr: "127.0.0.1:3",
+		Admission: &stack.Process{Name: "admission"}, Sync: &stack.Process{Name: "sync"},
 	}
-	return path
-}
-
-func TestProfilingArgs(t *testing.T) {
-	with := fakeBin(t, "  --profiling\tserve pprof")
-	without := fakeBin(t, "  --metrics-addr\taddress")
+	gatewayOnly := &stack.Stack{GatewayMetricsAddr: "127.0.0.1:1"}
 	for _, tc := range []struct {
 		desc       string
 		profileDir string
-		bin        string
-		wantURL    bool
+		s          *stack.Stack
+		want       string // name=url, sorted
 	}{
-		{desc: "no -profile: metrics off", bin: with},
-		{desc: "-profile, binary without --profiling: metrics off", profileDir: "p", bin: without},
-		{desc: "-profile, binary with --profiling", profileDir: "p", bin: with, wantURL: true},
+		{desc: "no -profile: none", s: full},
+		{desc: "three processes", profileDir: "p", s: full,
+			want: "admission=http://127.0.0.1:2 gateway=http://127.0.0.1:1 sync=http://127.0.0.1:3"},
+		{desc: "the gateway beside the kubelet", profileDir: "p", s: gatewayOnly, want: "gateway=http://127.0.0.1:1"},
 	} {
 		t.Run(tc.desc, func(t *testing.T) {
-			url, args, err := profilingArgs(Config{ProfileDir: tc.profileDir}, tc.bin, "metrics-addr")
-			if err != nil {
-				t.Fatal(err)
+			var got []string
+			for name, url := range profileTargets(Config{ProfileDir: tc.profileDir}, tc.s) {
+				got = append(got, name+"="+url)
 			}
-			joined := strings.Join(args, " ")
-			if !tc.wantURL {
-				if url != "" || joined != "--metrics-addr=" {
-					t.Fatalf("got url %q args %q, want no URL and --metrics-addr=", url, joined)
+			for i := 1; i < len(got); i++ {
+				for j := i; j > 0 && got[j] < got[j-1]; j-- {
+					got[j], got[j-1] = got[j-1], got[j]
 				}
-				return
 			}
-			addr := strings.TrimPrefix(url, "http://")
-			if addr == url || !strings.Contains(joined, "--metrics-addr="+addr) || !strings.Contains(joined, "--profiling") {
-				t.Fatalf("got url %q args %q, want the metrics address and --profiling", url, joined)
+			if strings.Join(got, " ") != tc.want {
+				t.Errorf("targets = %q, want %q", strings.Join(got, " "), tc.want)
 			}
 		})
 	}

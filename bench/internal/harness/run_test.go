@@ -6,20 +6,27 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/splitlet/splitlet/internal/stack"
 )
 
 // TestRunSmall runs the whole harness against the real binaries at a few
-// pods. It needs them built: SPLITLET_BENCH_BIN=$PWD/../bin (make build).
+// pods, with profiling on. SPLITLET_BENCH_BIN names a directory of built
+// binaries (make build's bin/); without it the test builds them.
 func TestRunSmall(t *testing.T) {
 	bin := os.Getenv("SPLITLET_BENCH_BIN")
 	if bin == "" {
-		t.Skip("SPLITLET_BENCH_BIN (a directory with splitlet-gateway, -admission and -sync) is not set")
+		var err error
+		if bin, err = stack.Build(t.Context(), t.TempDir()); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if _, err := os.Stat(filepath.Join(bin, "splitlet-sync")); err != nil {
-		t.Skipf("no splitlet-sync in SPLITLET_BENCH_BIN: %v", err)
+		t.Fatalf("no splitlet-sync in %s: %v", bin, err)
 	}
+	profiles := t.TempDir()
 	cfg := Config{BinDir: bin, Ns: []int{5}, Steady: 2 * time.Second, Concurrency: 1, Batch: 1,
-		Timeout: 30 * time.Second, WorkDir: t.TempDir()}
+		Timeout: 30 * time.Second, WorkDir: t.TempDir(), ProfileDir: profiles, ProfileSeconds: 1}
 	results, err := Run(t.Context(), cfg, io.Discard)
 	if err != nil {
 		t.Fatal(err)
@@ -45,5 +52,8 @@ func TestRunSmall(t *testing.T) {
 		if u, ok := r.Steady[name]; !ok || u.PeakRSSMiB <= 0 {
 			t.Errorf("steady usage of %s = %+v (present %v), want a positive RSS", name, u, ok)
 		}
+	}
+	if len(r.Profiles) != 3 {
+		t.Errorf("profiles %v, want one for each of the three processes", r.Profiles)
 	}
 }

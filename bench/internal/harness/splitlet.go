@@ -3,10 +3,6 @@ package harness
 import (
 	"context"
 	"fmt"
-	"os"
-	"os/exec"
-	"path/filepath"
-	"strings"
 	"sync"
 	"time"
 
@@ -32,37 +28,18 @@ func runSplitlet(ctx context.Context, cfg Config, n int) (r Result) {
 	}
 	r.Dir = dir
 	defer cleanup(ctx, cfg, &r)
-	var procs []*process
-	defer func() {
-		stopAll(procs, 10*time.Second)
-	}()
-
-	gw, conn, socket, err := startGateway(ctx, cfg, dir, dir)
+	st, conn, err := startStack(ctx, cfg, stackOptions{dir: dir, n: n})
 	if err != nil {
 		r.fail(err)
 		return r
 	}
-	procs = append(procs, gw)
+	defer st.Stop()
 	defer conn.Close()
-
-	adm, admURL, err := startAdmission(ctx, cfg, dir, n)
-	if err != nil {
-		r.fail(err)
-		return r
-	}
-	procs = append(procs, adm)
-
-	sy, syncURL, notes, err := startSync(ctx, cfg.BinDir, dir, socket, admURL, cfg.ProfileDir != "")
-	r.Notes = append(r.Notes, notes...)
-	if err != nil {
-		r.fail(err)
-		return r
-	}
-	procs = append(procs, sy)
+	procs := st.Processes()
 
 	octx, ocancel := context.WithCancel(ctx)
 	defer ocancel()
-	client := newPodClient(syncURL)
+	client := newPodClient(st.SyncURL())
 	podObs := newPodObserver(client)
 	criObs := newCRIObserver(conn, samePodName)
 	watching, criSubscribed := make(chan struct{}), make(chan struct{})
@@ -83,7 +60,7 @@ func runSplitlet(ctx context.Context, cfg Config, n int) (r Result) {
 	log.Info("burst: applying pods", zap.Int("concurrency", cfg.Concurrency), zap.Int("batch", cfg.Batch))
 	// The calls are bounded too: a stuck sync must end the run, not hang it.
 	callCtx, callCancel := context.WithTimeout(ctx, cfg.Timeout)
-	profiled := startProfiles(ctx, cfg, n, procs)
+	profiled := startProfiles(ctx, cfg, n, profileTargets(cfg, st))
 	starts, t0 := applyAll(callCtx, client, names, cfg, multiManifest, &r)
 	callCancel()
 	wctx, wcancel := context.WithTimeout(ctx, cfg.Timeout)
@@ -140,95 +117,6 @@ func runSplitlet(ctx context.Context, cfg Config, n int) (r Result) {
 	}
 	r.fail(checkAlive(procs))
 	return r
-}
-
-// startSync starts splitlet-sync on the gateway's socket, calling
-// admission at admURL when it can, and waits for its /healthz. The notes
-// say how the setup differed from the full one.
-func startSync(ctx context.Context, binDir, dir, socket, admURL string, profiling bool) (*process, string, []string, error) {
-	syncPort, err := freePort()
-	if err != nil {
-		return nil, "", nil, err
-	}
-	syncBin := filepath.Join(binDir, "splitlet-sync")
-	args := []string{
-		fmt.Sprintf("--listen=127.0.0.1:%d", syncPort),
-		"--runtime-endpoint=unix://" + socket,
-		"--state-dir=" + filepath.Join(dir, "sync"),
-		"--pod-logs-root=" + filepath.Join(dir, "pods-logs"),
-		"--node-name=" + benchNode,
-		"--log-level=warn",
-	}
-	var notes []string
-	// sync calls admission once it has the flag; until then admission runs
-	// idle and is measured as such (the report says which).
-	if hasFlag(syncBin, "admission-endpoint") {
-		args = append(args, "--admission-endpoint="+admURL)
-	} else {
-		notes = append(notes, syncBin+" has no --admission-endpoint: sync did not call admission")
-	}
-	profiling = profiling && hasFlag(syncBin, "profiling")
-	if profiling {
-		args = append(args, "--profiling")
-	}
-	sy, err := startProcess(ctx, dir, "sync", syncBin, args...)
-	if err != nil {
-		return nil, "", notes, err
-	}
-	syncURL := fmt.Sprintf("http://127.0.0.1:%d", syncPort)
-	if profiling {
-		sy.debugURL = syncURL
-	}
-	if err := sy.waitReady(ctx, 20*time.Second, httpOK(syncURL+"/healthz")); err != nil {
-		sy.stop(5 * time.Second)
-		return nil, "", notes, err
-	}
-	return sy, syncURL, notes, nil
-}
-
-// startAdmission writes admission's configuration (node capacity n+10 pods,
-// hard eviction off so the machine's own disk and memory use cannot evict
-// bench pods) and starts it.
-func startAdmission(ctx context.Context, cfg Config, dir string, n int) (*process, string, error) {
-	port, err := freePort()
-	if err != nil {
-		return nil, "", err
-	}
-	conf := fmt.Sprintf(`listen: 127.0.0.1:%d
-logLevel: warn
-node:
-  name: %s
-  rootDir: %s
-  maxPods: %d
-eviction:
-  hard: {}
-  nodeFsRoot: %s
-  imageFsRoot: %s
-`, port, benchNode, dir, n+10, dir, dir)
-	path := filepath.Join(dir, "admission.yaml")
-	if err := os.WriteFile(path, []byte(conf), 0o644); err != nil {
-		return nil, "", err
-	}
-	bin := filepath.Join(cfg.BinDir, "splitlet-admission")
-	args := []string{"--config=" + path}
-	// Admission serves pprof on its one listener, beside /metrics.
-	profiling := cfg.ProfileDir != "" && hasFlag(bin, "profiling")
-	if profiling {
-		args = append(args, "--profiling")
-	}
-	adm, err := startProcess(ctx, dir, "admission", bin, args...)
-	if err != nil {
-		return nil, "", err
-	}
-	url := fmt.Sprintf("http://127.0.0.1:%d", port)
-	if profiling {
-		adm.debugURL = url
-	}
-	if err := adm.waitReady(ctx, 20*time.Second, httpOK(url+"/metrics")); err != nil {
-		adm.stop(5 * time.Second)
-		return nil, "", err
-	}
-	return adm, url, nil
 }
 
 // applyAll applies the pods with cfg.Concurrency callers, cfg.Batch pods
@@ -311,19 +199,4 @@ func recordErrs(r *Result, what string, errs []error) {
 		}
 		r.fail(err)
 	}
-}
-
-// hasFlag reports whether bin's -h output lists the flag.
-func hasFlag(bin, flag string) bool {
-	out, _ := exec.Command(bin, "-h").CombinedOutput()
-	return strings.Contains(string(out), "-"+flag)
-}
-
-func checkAlive(procs []*process) error {
-	for _, p := range procs {
-		if err := p.exited(); err != nil {
-			return err
-		}
-	}
-	return nil
 }

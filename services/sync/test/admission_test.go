@@ -1,10 +1,9 @@
 package test
 
 import (
+	"context"
 	"fmt"
-	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -17,68 +16,31 @@ import (
 // splitlet-admission with a node of fixed capacity, and splitlet-sync
 // asking it (--admission-endpoint).
 
-// admissionConfig is a splitlet-admission configuration for node1 with the
-// given capacity and no hard eviction thresholds (they would reserve
-// memory from allocatable and depend on the machine); eviction is extra
-// YAML for the eviction section.
-func admissionConfig(addr, rootDir, cpu, memory string, pods int, eviction string) string {
+// admissionConfig is a splitlet-admission configuration body for node1
+// (the launcher adds its address and the gateway's) with the given capacity
+// and no hard eviction thresholds (they would reserve memory from
+// allocatable and depend on the machine); eviction is extra YAML for the
+// eviction section.
+func admissionConfig(rootDir, cpu, memory string, pods int, eviction string) string {
 	if eviction == "" {
 		eviction = "  hard: {}\n"
 	}
-	return fmt.Sprintf(`listen: %s
-logLevel: debug
+	return fmt.Sprintf(`logLevel: debug
 shutdownTimeout: 1s
 node:
-  name: node1
   rootDir: %s
   maxPods: %d
   capacity: {cpu: "%s", memory: %s, pods: "%d"}
 eviction:
-%s`, addr, rootDir, pods, cpu, memory, pods, eviction)
+%s`, rootDir, pods, cpu, memory, pods, eviction)
 }
 
-// startAdmission starts splitlet-admission with config and waits until it
-// accepts connections.
-func (s *stack) startAdmission(addr, config string) *exec.Cmd {
-	t := s.t
+// admissionStack starts the three processes; admission uses
+// config(rootDir).
+func admissionStack(t *testing.T, opts stackOptions, config func(rootDir string) string) *stack {
 	t.Helper()
-	cfgPath := filepath.Join(s.dir, "admission.yaml")
-	if err := os.WriteFile(cfgPath, []byte(config), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.MkdirAll(filepath.Join(s.dir, "adm-root"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	f, err := os.OpenFile(filepath.Join(s.dir, "admission.log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(filepath.Join(binDir, "splitlet-admission"), "--config="+cfgPath)
-	cmd.Stdout, cmd.Stderr = f, f
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { stop(cmd) })
-	waitFor(t, 10*time.Second, "admission up", func() (bool, string) {
-		c, err := net.Dial("tcp", addr)
-		if err != nil {
-			return false, err.Error()
-		}
-		c.Close()
-		return true, ""
-	})
-	return cmd
-}
-
-// admissionStack starts the three processes; admission listens on a
-// fresh address and uses config(addr, rootDir).
-func admissionStack(t *testing.T, opts stackOptions, config func(addr, rootDir string) string) *stack {
-	t.Helper()
-	addr := freeAddr(t)
-	opts.syncArgs = append(opts.syncArgs, "--admission-endpoint="+addr, "--admission-timeout=1s")
-	s := startStack(t, opts)
-	s.startAdmission(addr, config(addr, filepath.Join(s.dir, "adm-root")))
-	return s
+	opts.admission = config
+	return startStack(t, opts)
 }
 
 // sandboxesOf counts the runtime's sandboxes of the pod.
@@ -116,8 +78,8 @@ spec:
 // kubelet's OutOfmemory rejection, and nothing of it reaches the runtime,
 // while a pod that fits runs beside it.
 func TestAdmissionRejectsOutOfMemory(t *testing.T) {
-	s := admissionStack(t, stackOptions{}, func(addr, root string) string {
-		return admissionConfig(addr, root, "2", "1Gi", 10, "")
+	s := admissionStack(t, stackOptions{}, func(root string) string {
+		return admissionConfig(root, "2", "1Gi", 10, "")
 	})
 	uid := s.apply(bigPod).GetPods()[0].GetUid()
 	pod := s.waitPod("big", 20*time.Second, "Failed", func(p *v1.Pod) bool { return p.Status.Phase == v1.PodFailed })
@@ -170,8 +132,8 @@ spec:
 // BestEffort pod: the victim ends Failed with the kubelet's preemption
 // status and DisruptionTarget condition, and the critical pod runs.
 func TestAdmissionCriticalPodPreempts(t *testing.T) {
-	s := admissionStack(t, stackOptions{}, func(addr, root string) string {
-		return admissionConfig(addr, root, "2", "1Gi", 1, "")
+	s := admissionStack(t, stackOptions{}, func(root string) string {
+		return admissionConfig(root, "2", "1Gi", 1, "")
 	})
 	s.apply(bestEffortPod)
 	s.waitPod("besteffort", 20*time.Second, "Running", func(p *v1.Pod) bool { return p.Status.Phase == v1.PodRunning })
@@ -203,8 +165,8 @@ func TestAdmissionCriticalPodPreempts(t *testing.T) {
 // Static pods go through admission too and are critical: on a full node a
 // static pod preempts the BestEffort pod running there.
 func TestAdmissionStaticPodPreempts(t *testing.T) {
-	s := admissionStack(t, stackOptions{manifestDir: true}, func(addr, root string) string {
-		return admissionConfig(addr, root, "2", "1Gi", 1, "")
+	s := admissionStack(t, stackOptions{manifestDir: true}, func(root string) string {
+		return admissionConfig(root, "2", "1Gi", 1, "")
 	})
 	s.apply(bestEffortPod)
 	s.waitPod("besteffort", 20*time.Second, "Running", func(p *v1.Pod) bool { return p.Status.Phase == v1.PodRunning })
@@ -223,8 +185,12 @@ func TestAdmissionStaticPodPreempts(t *testing.T) {
 // AdmissionUnavailable and PodScheduled=False, with nothing in the
 // runtime; once admission comes up it is admitted and runs.
 func TestAdmissionUnavailableWaits(t *testing.T) {
-	addr := freeAddr(t)
-	s := startStack(t, stackOptions{syncArgs: []string{"--admission-endpoint=" + addr, "--admission-timeout=1s"}})
+	s := admissionStack(t, stackOptions{}, func(root string) string {
+		return admissionConfig(root, "2", "1Gi", 10, "")
+	})
+	addr := s.AdmissionAddr
+	// Admission goes away before the pod arrives.
+	s.Admission.Stop(10 * time.Second)
 	uid := s.apply(webPod).GetPods()[0].GetUid()
 	pod := s.waitPod("web", 20*time.Second, "waiting for admission", func(p *v1.Pod) bool {
 		return p.Status.Reason == "AdmissionUnavailable"
@@ -244,7 +210,9 @@ func TestAdmissionUnavailableWaits(t *testing.T) {
 		t.Errorf("%d sandboxes created before admission", n)
 	}
 
-	adm := s.startAdmission(addr, admissionConfig(addr, filepath.Join(s.dir, "adm-root"), "2", "1Gi", 10, ""))
+	if err := s.Admission.Restart(context.Background(), 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
 	pod = s.waitPod("web", 30*time.Second, "Running", func(p *v1.Pod) bool { return p.Status.Phase == v1.PodRunning })
 	if pod.Status.Reason == "AdmissionUnavailable" {
 		t.Errorf("running pod still shows reason %s", pod.Status.Reason)
@@ -256,7 +224,7 @@ func TestAdmissionUnavailableWaits(t *testing.T) {
 	// Admission goes away and sync restarts: the running pod was admitted
 	// before and keeps running, its container untouched.
 	before := s.containers(uid)
-	stop(adm)
+	s.Admission.Stop(10 * time.Second)
 	s.restartSync()
 	time.Sleep(2 * time.Second)
 	if p := s.get("web"); p.Status.Phase != v1.PodRunning || p.Status.Reason != "" {
@@ -293,8 +261,8 @@ func TestAdmissionEvictionEndsPodEvicted(t *testing.T) {
   maxPodGracePeriodSeconds: 1
   evaluationInterval: 500ms
 `
-	s := admissionStack(t, stackOptions{}, func(addr, root string) string {
-		return admissionConfig(addr, root, "2", "1Gi", 10, eviction)
+	s := admissionStack(t, stackOptions{}, func(root string) string {
+		return admissionConfig(root, "2", "1Gi", 10, eviction)
 	})
 	s.apply(burstablePod)
 	pod := s.waitPod("hog", 40*time.Second, "Failed", func(p *v1.Pod) bool { return p.Status.Phase == v1.PodFailed })

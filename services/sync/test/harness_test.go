@@ -4,28 +4,22 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"connectrpc.com/connect"
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/structpb"
 	v1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	launcher "github.com/splitlet/splitlet/internal/stack"
 	podv1 "github.com/splitlet/splitlet/proto/splitlet/pod/v1"
 	"github.com/splitlet/splitlet/proto/splitlet/pod/v1/podv1connect"
-	"github.com/splitlet/splitlet/services/sync/internal/testbin"
 )
 
 // binDir holds the binaries TestMain builds.
@@ -36,27 +30,29 @@ func TestMain(m *testing.M) {
 }
 
 func runTests(m *testing.M) int {
-	dir, err := testbin.Build("splitlet-sync-test-bin")
+	dir, err := os.MkdirTemp("", "splitlet-sync-test-bin")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
 	defer os.RemoveAll(dir)
+	if _, err := launcher.Build(context.Background(), dir); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
 	binDir = dir
 	return m.Run()
 }
 
-// stack is one gateway and one sync process.
+// stack is a gateway (fake backend) and sync, and admission when the test
+// asks for it, started by the project's one launcher.
 type stack struct {
-	t        *testing.T
-	dir      string
-	sock     string
-	addr     string
-	syncArgs []string
-	gw, sync *exec.Cmd
-	syncLog  *os.File
-	client   podv1connect.PodServiceClient
-	cri      runtimeapi.RuntimeServiceClient
+	*launcher.Stack
+	t      *testing.T
+	dir    string
+	addr   string
+	client podv1connect.PodServiceClient
+	cri    runtimeapi.RuntimeServiceClient
 }
 
 type stackOptions struct {
@@ -65,17 +61,19 @@ type stackOptions struct {
 	manifestDir bool
 	// syncArgs are added to sync's command line.
 	syncArgs []string
+	// admission, when set, starts splitlet-admission with the configuration
+	// it returns for a root directory; sync then admits through it.
+	admission func(rootDir string) string
 }
 
 // freeAddr returns a loopback address nobody listens on right now.
 func freeAddr(t *testing.T) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	addr, err := launcher.FreeAddr()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ln.Close()
-	return ln.Addr().String()
+	return addr
 }
 
 func startStack(t *testing.T, opts stackOptions) *stack {
@@ -86,117 +84,70 @@ func startStack(t *testing.T, opts stackOptions) *stack {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = os.RemoveAll(dir) })
-	s := &stack{t: t, dir: dir, sock: filepath.Join(dir, "gw.sock"), addr: freeAddr(t)}
 	if opts.backOffBase == 0 {
 		opts.backOffBase = time.Second
 	}
-
-	gwLog, err := os.Create(filepath.Join(dir, "gateway.log"))
-	if err != nil {
-		t.Fatal(err)
+	cfg := launcher.Config{
+		BinDir:      binDir,
+		Dir:         dir,
+		NodeName:    "node1",
+		NoAdmission: opts.admission == nil,
+		GatewayArgs: []string{"--allowed-host-path=/", "--log-level=warn"},
+		SyncArgs: append([]string{
+			"--resync-interval=500ms",
+			"--relist-interval=200ms",
+			"--crashloop-backoff-base=" + opts.backOffBase.String(),
+			"--crashloop-backoff-max=8s",
+			"--container-gc-period=1s",
+			"--log-level=debug",
+		}, opts.syncArgs...),
+		StopGrace: 10 * time.Second,
 	}
-	s.gw = exec.Command(filepath.Join(binDir, "splitlet-gateway"), "--backend=fake", "--socket="+s.sock,
-		"--metrics-addr=", "--allowed-host-path=/", "--log-level=warn")
-	s.gw.Stdout, s.gw.Stderr = gwLog, gwLog
-	if err := s.gw.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { stop(s.gw) })
-
-	conn, err := grpc.NewClient("unix://"+s.sock, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = conn.Close() })
-	s.cri = runtimeapi.NewRuntimeServiceClient(conn)
-	waitFor(t, 10*time.Second, "gateway up", func() (bool, string) {
-		_, err := s.cri.Version(context.Background(), &runtimeapi.VersionRequest{})
-		return err == nil, fmt.Sprint(err)
-	})
-
-	s.syncArgs = []string{
-		"--listen=" + s.addr,
-		"--runtime-endpoint=unix://" + s.sock,
-		"--state-dir=" + filepath.Join(dir, "state"),
-		"--pod-logs-root=" + filepath.Join(dir, "logs"),
-		"--node-name=node1",
-		"--resync-interval=500ms",
-		"--relist-interval=200ms",
-		"--crashloop-backoff-base=" + opts.backOffBase.String(),
-		"--crashloop-backoff-max=8s",
-		"--container-gc-period=1s",
-		"--log-level=debug",
-	}
-	if opts.manifestDir {
-		if err := os.MkdirAll(s.manifestDir(), 0o755); err != nil {
+	if opts.admission != nil {
+		root := filepath.Join(dir, "adm-root")
+		if err := os.MkdirAll(root, 0o755); err != nil {
 			t.Fatal(err)
 		}
-		s.syncArgs = append(s.syncArgs, "--manifest-dir="+s.manifestDir(), "--file-check-frequency=300ms")
+		cfg.AdmissionConfig = opts.admission(root)
+		cfg.SyncArgs = append(cfg.SyncArgs, "--admission-timeout=1s")
 	}
-	s.syncArgs = append(s.syncArgs, opts.syncArgs...)
-	s.startSync()
+	if opts.manifestDir {
+		cfg.ManifestDir = filepath.Join(dir, "manifests")
+		if err := os.MkdirAll(cfg.ManifestDir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		cfg.SyncArgs = append(cfg.SyncArgs, "--file-check-frequency=300ms")
+	}
+	st, err := launcher.Start(context.Background(), cfg)
+	if err != nil {
+		t.Fatalf("start the stack: %v", err)
+	}
 	t.Cleanup(func() {
-		stop(s.sync)
+		st.Stop()
 		if t.Failed() {
-			for _, f := range []string{"sync.log", "gateway.log", "admission.log"} {
-				data, _ := os.ReadFile(filepath.Join(dir, f))
-				lines := strings.Split(string(data), "\n")
-				if len(lines) > 80 {
-					lines = lines[len(lines)-80:]
-				}
-				t.Logf("last lines of %s:\n%s", f, strings.Join(lines, "\n"))
+			for _, p := range st.Processes() {
+				t.Logf("last lines of %s:\n%s", p.LogPath, p.Tail(80))
 			}
 		}
 	})
-
-	s.client = podv1connect.NewPodServiceClient(http.DefaultClient, "http://"+s.addr)
-	return s
+	return &stack{
+		Stack:  st,
+		t:      t,
+		dir:    dir,
+		addr:   st.SyncAddr,
+		client: podv1connect.NewPodServiceClient(http.DefaultClient, st.SyncURL()),
+		cri:    st.CRI(),
+	}
 }
 
 func (s *stack) manifestDir() string { return filepath.Join(s.dir, "manifests") }
 
-func (s *stack) startSync() {
-	t := s.t
-	t.Helper()
-	f, err := os.OpenFile(filepath.Join(s.dir, "sync.log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.sync = exec.Command(filepath.Join(binDir, "splitlet-sync"), s.syncArgs...)
-	s.sync.Stdout, s.sync.Stderr = f, f
-	if err := s.sync.Start(); err != nil {
-		t.Fatal(err)
-	}
-	waitFor(t, 10*time.Second, "sync up", func() (bool, string) {
-		resp, err := http.Get("http://" + s.addr + "/healthz")
-		if err != nil {
-			return false, err.Error()
-		}
-		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK, resp.Status
-	})
-}
-
 // restartSync stops sync with SIGTERM and starts it again on the same state.
 func (s *stack) restartSync() {
 	s.t.Helper()
-	stop(s.sync)
-	s.startSync()
-}
-
-// stop ends a process with SIGTERM, then SIGKILL after 10 s.
-func stop(cmd *exec.Cmd) {
-	if cmd == nil || cmd.Process == nil || cmd.ProcessState != nil {
-		return
-	}
-	_ = cmd.Process.Signal(syscall.SIGTERM)
-	done := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(10 * time.Second):
-		_ = cmd.Process.Kill()
-		<-done
+	s.Sync.Stop(10 * time.Second)
+	if err := s.Sync.Restart(context.Background(), 10*time.Second); err != nil {
+		s.t.Fatal(err)
 	}
 }
 

@@ -15,19 +15,11 @@ package apiserver_test
 import (
 	"context"
 	"fmt"
-	"net"
-	"net/http"
 	"os"
-	"os/exec"
-	"path/filepath"
-	"strings"
-	"syscall"
 	"testing"
 	"time"
 
-	"github.com/splitlet/splitlet/services/sync/internal/testbin"
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
+	launcher "github.com/splitlet/splitlet/internal/stack"
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -56,12 +48,16 @@ func run(m *testing.M) int {
 		// Tests skip with the reason; nothing to build.
 		return m.Run()
 	}
-	dir, err := testbin.Build("splitlet-apiserver-test-bin")
+	dir, err := os.MkdirTemp("", "splitlet-apiserver-test-bin")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
 	defer os.RemoveAll(dir)
+	if _, err := launcher.Build(context.Background(), dir); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
 	binDir = dir
 	return m.Run()
 }
@@ -98,155 +94,58 @@ func waitFor(t *testing.T, timeout time.Duration, what string, cond func() (bool
 	t.Fatalf("timed out after %s waiting for %s: %s", timeout, what, last)
 }
 
-func stop(cmd *exec.Cmd) {
-	if cmd == nil || cmd.Process == nil || cmd.ProcessState != nil {
-		return
-	}
-	_ = cmd.Process.Signal(syscall.SIGTERM)
-	done := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(10 * time.Second):
-		_ = cmd.Process.Kill()
-		<-done
-	}
-}
-
 type stack struct {
-	t        *testing.T
-	dir      string
-	syncArgs []string
-	addr     string
-	sync     *exec.Cmd
-	cri      runtimeapi.RuntimeServiceClient
+	*launcher.Stack
+	t   *testing.T
+	cri runtimeapi.RuntimeServiceClient
 }
 
+// startStack starts the gateway (fake backend), admission and sync with the
+// project's launcher; sync registers node with the API server of kubeconfig.
 func startStack(t *testing.T, kubeconfig, node string) *stack {
 	t.Helper()
+	// Not t.TempDir: unix socket paths are limited to 108 bytes.
 	dir, err := os.MkdirTemp("", "sapi")
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = os.RemoveAll(dir) })
-	sock := filepath.Join(dir, "gw.sock")
-	gwLog, err := os.Create(filepath.Join(dir, "gateway.log"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	gw := exec.Command(filepath.Join(binDir, "splitlet-gateway"), "--backend=fake", "--socket="+sock,
-		"--metrics-addr=", "--allowed-host-path=/", "--log-level=warn")
-	gw.Stdout, gw.Stderr = gwLog, gwLog
-	if err := gw.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { stop(gw) })
-	conn, err := grpc.NewClient("unix://"+sock, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = conn.Close() })
-	s := &stack{t: t, dir: dir, cri: runtimeapi.NewRuntimeServiceClient(conn)}
-	waitFor(t, 10*time.Second, "gateway up", func() (bool, string) {
-		_, err := s.cri.Version(context.Background(), &runtimeapi.VersionRequest{})
-		return err == nil, fmt.Sprint(err)
+	// Admission reports the node's resources (GetNode); its pod capacity is
+	// set apart from the machine fallback's 110 so the test can tell where
+	// the Node's capacity came from. Sync starts after admission is healthy,
+	// or the first Node would carry no capacity.
+	st, err := launcher.Start(context.Background(), launcher.Config{
+		BinDir:          binDir,
+		Dir:             dir,
+		NodeName:        node,
+		GatewayArgs:     []string{"--allowed-host-path=/", "--log-level=warn"},
+		AdmissionConfig: fmt.Sprintf("node:\n  maxPods: %d\n", admissionMaxPods),
+		AdmissionArgs:   []string{"--log-level=warn"},
+		SyncArgs: []string{
+			"--kubeconfig=" + kubeconfig,
+			"--admission-failure-policy=Ignore",
+			"--resync-interval=500ms",
+			"--relist-interval=200ms",
+			"--log-level=debug",
+		},
+		StopGrace: 10 * time.Second,
 	})
-	s.addr = freeAddr(t)
-
-	// Admission reports the node's resources (GetNode); its pod capacity
-	// is set apart from the machine fallback's 110 so the test can tell
-	// where the Node's capacity came from.
-	admAddr := freeAddr(t)
-	admConfig := filepath.Join(dir, "admission.yaml")
-	if err := os.WriteFile(admConfig, []byte(fmt.Sprintf("listen: %s\ngatewayEndpoint: unix://%s\nnode:\n  maxPods: %d\n",
-		admAddr, sock, admissionMaxPods)), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	admLog, err := os.Create(filepath.Join(dir, "admission.log"))
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("start the stack: %v", err)
 	}
-	adm := exec.Command(filepath.Join(binDir, "splitlet-admission"), "--config="+admConfig, "--node-name="+node, "--log-level=warn")
-	adm.Stdout, adm.Stderr = admLog, admLog
-	if err := adm.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { stop(adm) })
-	// Sync registers the node with admission's report: admission must be
-	// listening first, or the first Node would carry no capacity.
-	waitFor(t, 10*time.Second, "admission up", func() (bool, string) {
-		c, err := net.Dial("tcp", admAddr)
-		if err != nil {
-			return false, err.Error()
-		}
-		c.Close()
-		return true, ""
-	})
-	s.syncArgs = []string{
-		"--listen=" + s.addr,
-		"--runtime-endpoint=unix://" + sock,
-		"--state-dir=" + filepath.Join(dir, "state"),
-		"--pod-logs-root=" + filepath.Join(dir, "logs"),
-		"--node-name=" + node,
-		"--kubeconfig=" + kubeconfig,
-		"--admission-endpoint=" + admAddr,
-		"--admission-failure-policy=Ignore",
-		"--resync-interval=500ms",
-		"--relist-interval=200ms",
-		"--log-level=debug",
-	}
-	s.startSync()
 	t.Cleanup(func() {
-		stop(s.sync)
+		st.Stop()
 		if t.Failed() {
-			for _, f := range []string{"sync.log", "gateway.log", "admission.log"} {
-				data, _ := os.ReadFile(filepath.Join(dir, f))
-				lines := strings.Split(string(data), "\n")
-				if len(lines) > 60 {
-					lines = lines[len(lines)-60:]
-				}
-				t.Logf("last lines of %s:\n%s", f, strings.Join(lines, "\n"))
+			for _, p := range st.Processes() {
+				t.Logf("last lines of %s:\n%s", p.LogPath, p.Tail(60))
 			}
 		}
 	})
-	return s
+	return &stack{Stack: st, t: t, cri: st.CRI()}
 }
 
 // admissionMaxPods is the pod capacity admission reports for the node.
 const admissionMaxPods = 42
-
-// freeAddr returns a loopback address nobody listens on right now.
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
-}
-
-func (s *stack) startSync() {
-	t := s.t
-	t.Helper()
-	f, err := os.OpenFile(filepath.Join(s.dir, "sync.log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.sync = exec.Command(filepath.Join(binDir, "splitlet-sync"), s.syncArgs...)
-	s.sync.Stdout, s.sync.Stderr = f, f
-	if err := s.sync.Start(); err != nil {
-		t.Fatal(err)
-	}
-	waitFor(t, 10*time.Second, "sync up", func() (bool, string) {
-		resp, err := http.Get("http://" + s.addr + "/healthz")
-		if err != nil {
-			return false, err.Error()
-		}
-		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK, resp.Status
-	})
-}
 
 // containerIDs lists the runtime's running containers.
 func (s *stack) containerIDs() map[string]bool {
@@ -380,8 +279,10 @@ func TestPodLifecycleOnRealAPIServer(t *testing.T) {
 	if len(before) != 2 {
 		t.Fatalf("runtime runs %d containers, want 2", len(before))
 	}
-	stop(s.sync)
-	s.startSync()
+	s.Sync.Stop(10 * time.Second)
+	if err := s.Sync.Restart(ctx, 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
 	// Give the restarted sync several resyncs to (wrongly) act.
 	time.Sleep(3 * time.Second)
 	after := s.containerIDs()
