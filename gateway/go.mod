@@ -32,6 +32,7 @@ require (
 	github.com/opencontainers/image-spec v1.1.1 // indirect
 	github.com/prometheus/client_golang v1.25.0
 	github.com/sirupsen/logrus v1.9.4 // indirect
+	github.com/splitlet/splitlet/internal v0.0.0
 	github.com/splitlet/splitlet/proto v0.0.0
 	go.uber.org/multierr v1.10.0 // indirect
 	golang.org/x/net v0.60.0 // indirect
@@ -42,3 +43,5 @@ require (
 )
 
 replace github.com/splitlet/splitlet/proto => ../proto
+
+replace github.com/splitlet/splitlet/internal => ../internal

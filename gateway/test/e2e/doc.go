@@ -3,10 +3,13 @@
 // front of containerd, and directly against containerd for comparison.
 //
 // They take their endpoints from the environment and skip without them;
-// `make e2e` (hack/e2e.sh) starts containerd and the gateway and sets:
+// `make e2e` (hack/e2e.sh) starts a private containerd and sets:
 //
-//	SPLITLET_GATEWAY_ENDPOINT     the gateway's unix socket (required)
-//	SPLITLET_CONTAINERD_ENDPOINT  containerd's socket (the direct subtest)
+//	SPLITLET_CONTAINERD_ENDPOINT  containerd's socket: TestMain starts a
+//	                              gateway in front of it (internal/stack),
+//	                              and the direct subtest uses it
+//	SPLITLET_GATEWAY_ENDPOINT     a gateway already running (instead)
+//	SPLITLET_BIN_DIR              built binaries (default: the test builds them)
 //	SPLITLET_BUSYBOX_IMAGE        a busybox image present in containerd's
 //	                              k8s.io namespace (default docker.io/library/busybox:1.36)
 package e2e

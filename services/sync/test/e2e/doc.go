@@ -6,9 +6,13 @@
 // exec in a real container, and that deletion leaves no sandbox behind.
 //
 // They take their endpoints from the environment and skip without them;
-// `make e2e` (hack/e2e.sh) starts containerd, the gateway and sync and sets:
+// `make e2e` (hack/e2e.sh) starts a private containerd and sets
+// SPLITLET_CONTAINERD_ENDPOINT; TestMain then starts a gateway and sync in
+// front of it with the project's launcher (internal/stack) and sets the
+// variables below for the tests. To run against a stack already running,
+// set them yourself:
 //
-//	SPLITLET_SYNC_ADDR          host:port of sync's PodService (required)
+//	SPLITLET_SYNC_ADDR          host:port of sync's PodService
 //	SPLITLET_GATEWAY_ENDPOINT   the gateway's unix socket, for CRI-level
 //	                            checks (the tests that need it skip without it)
 //	SPLITLET_POD_LOGS_ROOT      sync's --pod-logs-root, to check where containerd

@@ -1,0 +1,74 @@
+package stack
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+)
+
+// Environment variables the process and end-to-end tests read.
+const (
+	// EnvBinDir names a directory of built binaries (make build's bin/);
+	// without it tests build them.
+	EnvBinDir = "SPLITLET_BIN_DIR"
+	// EnvContainerd is containerd's CRI endpoint for the end-to-end tests
+	// (make e2e starts a private containerd and sets it).
+	EnvContainerd = "SPLITLET_CONTAINERD_ENDPOINT"
+)
+
+// Binaries returns EnvBinDir when set, or builds the stack's binaries into
+// a temporary directory; cleanup removes what it built.
+func Binaries(ctx context.Context) (dir string, cleanup func(), err error) {
+	if dir := os.Getenv(EnvBinDir); dir != "" {
+		return dir, func() {}, nil
+	}
+	tmp, err := os.MkdirTemp("", "splitlet-bin")
+	if err != nil {
+		return "", nil, err
+	}
+	cleanup = func() { _ = os.RemoveAll(tmp) }
+	if _, err := Build(ctx, tmp); err != nil {
+		cleanup()
+		return "", nil, err
+	}
+	return tmp, cleanup, nil
+}
+
+// ForTestMain starts a stack for a test package's TestMain with the
+// binaries of Binaries and a fresh directory, and returns a stop function
+// that, when the tests failed (code != 0), writes the end of each process's
+// log to w before stopping.
+func ForTestMain(ctx context.Context, cfg Config, w io.Writer) (*Stack, func(code int), error) {
+	bin, cleanBin, err := Binaries(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	cfg.BinDir = bin
+	cleanDir := func() {}
+	if cfg.Dir == "" {
+		// Short: unix socket paths are limited to 108 bytes.
+		dir, err := os.MkdirTemp("", "splitlet-e2e")
+		if err != nil {
+			cleanBin()
+			return nil, nil, err
+		}
+		cfg.Dir, cleanDir = dir, func() { _ = os.RemoveAll(dir) }
+	}
+	s, err := Start(ctx, cfg)
+	if err != nil {
+		cleanDir()
+		cleanBin()
+		return nil, nil, err
+	}
+	return s, func(code int) {
+		if code != 0 {
+			for _, p := range s.Processes() {
+				fmt.Fprintf(w, "---- %s log (last 100 lines) ----\n%s\n", p.Name, p.Tail(100))
+			}
+		}
+		s.Stop()
+		cleanDir()
+		cleanBin()
+	}, nil
+}

@@ -1,0 +1,50 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"testing"
+
+	"github.com/splitlet/splitlet/internal/stack"
+)
+
+// TestMain starts the gateway (cri backend, in front of the containerd of
+// SPLITLET_CONTAINERD_ENDPOINT) and sync through the project's launcher,
+// unless SPLITLET_SYNC_ADDR already names a running sync. Without either
+// the tests skip and say why. Short relist and resync periods and a 1 s
+// crash-loop back-off (hidden flag; the kubelet's is 10 s) keep the restart
+// scenario fast; the behaviour is the same.
+func TestMain(m *testing.M) {
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) int {
+	endpoint := os.Getenv(stack.EnvContainerd)
+	if endpoint == "" || os.Getenv("SPLITLET_SYNC_ADDR") != "" {
+		return m.Run()
+	}
+	s, stop, err := stack.ForTestMain(context.Background(), stack.Config{
+		NodeName:        "e2e",
+		RuntimeEndpoint: endpoint,
+		NoAdmission:     true,
+		GatewayArgs:     []string{"--allow-host-network", "--allowed-host-path=/var/lib/splitlet", "--log-level=debug"},
+		SyncArgs: []string{
+			"--relist-interval=500ms",
+			"--resync-interval=2s",
+			"--crashloop-backoff-base=1s",
+			"--crashloop-backoff-max=4s",
+			"--log-level=debug",
+		},
+	}, os.Stderr)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "start the stack:", err)
+		return 1
+	}
+	os.Setenv("SPLITLET_SYNC_ADDR", s.SyncAddr)
+	os.Setenv("SPLITLET_GATEWAY_ENDPOINT", "unix://"+s.GatewaySocket)
+	os.Setenv("SPLITLET_POD_LOGS_ROOT", s.LogsDir)
+	code := m.Run()
+	stop(code)
+	return code
+}
