@@ -33,7 +33,7 @@ func (m *Manager) GeneratePodStatus(ctx context.Context, ev *runtimeapi.Containe
 	}
 	runtimeName := m.RuntimeName(ctx)
 	for _, cs := range ev.GetContainersStatuses() {
-		ps.ContainerStatuses = append(ps.ContainerStatuses, toContainerStatus(ctx, runtimeName, cs))
+		ps.ContainerStatuses = append(ps.ContainerStatuses, convertToKubeContainerStatus(ctx, runtimeName, cs))
 	}
 	ps.SortNewestFirst()
 	ps.IPs = sandboxIPs(sb)

@@ -225,7 +225,7 @@ func (m *Manager) GetPodStatusOf(ctx context.Context, uid types.UID, name, names
 		if err != nil {
 			return nil, fmt.Errorf("status of container %s: %w", id, err)
 		}
-		ps.ContainerStatuses = append(ps.ContainerStatuses, toContainerStatus(ctx, runtimeName, resp.GetStatus()))
+		ps.ContainerStatuses = append(ps.ContainerStatuses, convertToKubeContainerStatus(ctx, runtimeName, resp.GetStatus()))
 	}
 	ps.SortNewestFirst()
 	if len(ps.SandboxStatuses) > 0 {
