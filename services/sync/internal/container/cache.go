@@ -177,6 +177,21 @@ func (c *Cache) Retain(keep func(types.UID) bool) {
 	}
 }
 
+// ReadBefore returns the pods whose cached status was read before t, with
+// those statuses. A relist whose listing began at t compares them with what
+// it listed: the runtime is the truth.
+func (c *Cache) ReadBefore(t time.Time) map[types.UID]*PodStatus {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make(map[types.UID]*PodStatus)
+	for uid, e := range c.pods {
+		if e.status != nil && e.modified.Before(t) {
+			out[uid] = e.status
+		}
+	}
+	return out
+}
+
 // Len returns the number of pods the cache holds entries for.
 func (c *Cache) Len() int {
 	c.mu.Lock()

@@ -284,10 +284,26 @@ func (g *pleg) relist(ctx context.Context) {
 			changed[rec.uid] = true
 		}
 	}
+	listing := newListing(now)
+	// The runtime is the truth: a cached status read before this listing
+	// that shows sandboxes or containers the listing does not, or in other
+	// states, marks its pod changed too. The diff above misses what was
+	// created and reported by events between two relists and then lost
+	// (a runtime restart that wiped its state, removal behind sync's
+	// back): the previous listing never held it. The kubelet's generic
+	// PLEG relists every second and so lists nearly everything; with
+	// events the relist is minutes apart.
+	if g.cache != nil {
+		for uid, ps := range g.cache.ReadBefore(listedAt) {
+			if !changed[uid] && !listing.matches(ps, uid) {
+				changed[uid] = true
+			}
+		}
+	}
 	g.last = now
 	g.recordListing(uids, sandboxes.GetItems(), containers.GetContainers(), listedAt)
 	for uid := range changed {
-		g.updateCache(ctx, uid, now, listedAt)
+		g.updateCache(ctx, uid, listing, listedAt)
 		g.send(uid)
 	}
 }
@@ -326,11 +342,11 @@ func (g *pleg) refreshRunning(ctx context.Context) {
 //
 // A failed read invalidates the entry too, so the worker reads the runtime
 // itself.
-func (g *pleg) updateCache(ctx context.Context, uid types.UID, now map[string]plegRecord, listedAt time.Time) {
+func (g *pleg) updateCache(ctx context.Context, uid types.UID, now listing, listedAt time.Time) {
 	if g.cache == nil || g.statuses == nil || (g.wanted != nil && !g.wanted(uid)) {
 		return
 	}
-	if cached, _, ok := g.cache.Get(uid); ok && matchesListing(cached, uid, now) {
+	if cached, _, ok := g.cache.Get(uid); ok && now.matches(cached, uid) {
 		return
 	}
 	if g.syncing != nil && g.syncing(uid) {
@@ -347,26 +363,35 @@ func (g *pleg) updateCache(ctx context.Context, uid types.UID, now map[string]pl
 	g.cache.Set(uid, ps, readAt)
 }
 
-// matchesListing reports whether ps holds exactly the sandboxes and
-// containers the relist listed for uid, each in the state listed.
-func matchesListing(ps *container.PodStatus, uid types.UID, now map[string]plegRecord) bool {
-	listed := 0
-	for _, rec := range now {
-		if rec.uid == uid {
-			listed++
-		}
+// listing is one relist's sandboxes and containers by ID, with how many
+// each pod has.
+type listing struct {
+	records map[string]plegRecord
+	perPod  map[types.UID]int
+}
+
+func newListing(records map[string]plegRecord) listing {
+	perPod := make(map[types.UID]int)
+	for _, rec := range records {
+		perPod[rec.uid]++
 	}
-	if listed != len(ps.SandboxStatuses)+len(ps.ContainerStatuses) {
+	return listing{records: records, perPod: perPod}
+}
+
+// matches reports whether ps holds exactly the sandboxes and containers the
+// relist listed for uid, each in the state listed.
+func (l listing) matches(ps *container.PodStatus, uid types.UID) bool {
+	if l.perPod[uid] != len(ps.SandboxStatuses)+len(ps.ContainerStatuses) {
 		return false
 	}
 	for _, sb := range ps.SandboxStatuses {
-		rec, ok := now[sb.GetId()]
+		rec, ok := l.records[sb.GetId()]
 		if !ok || rec.uid != uid || !rec.sandbox || rec.state != int32(sb.GetState()) {
 			return false
 		}
 	}
 	for _, cs := range ps.ContainerStatuses {
-		rec, ok := now[cs.ID.ID]
+		rec, ok := l.records[cs.ID.ID]
 		if !ok || rec.uid != uid || rec.sandbox {
 			return false
 		}

@@ -336,8 +336,61 @@ func TestMatchesListing(t *testing.T) {
 		},
 	} {
 		t.Run(tc.desc, func(t *testing.T) {
-			if got := matchesListing(runningStatus(uid, container.ContainerStateRunning), uid, tc.now); got != tc.want {
-				t.Errorf("matchesListing = %v, want %v", got, tc.want)
+			if got := newListing(tc.now).matches(runningStatus(uid, container.ContainerStateRunning), uid); got != tc.want {
+				t.Errorf("matches = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+// The runtime is the truth: a pod whose cached status shows objects the
+// runtime no longer lists is woken with a fresh status even when the
+// previous listing never held them (created and reported by events between
+// two relists), and a pod whose cached status matches the listing, or was
+// read after the listing began, is left alone.
+func TestRelistReconcilesTheCacheWithTheRuntime(t *testing.T) {
+	ctx := context.Background()
+	const uid = types.UID("p")
+	running := runtimeapi.ContainerState_CONTAINER_RUNNING
+	ready := runtimeapi.PodSandboxState_SANDBOX_READY
+	present := fakeCRI{
+		sandboxes:  []*runtimeapi.PodSandbox{sb("sb-p", "p", ready)},
+		containers: []*runtimeapi.Container{ctr("c-p", "p", running)},
+	}
+	for _, tc := range []struct {
+		desc string
+		// runtime is what the relist lists; the previous relist listed
+		// nothing, so the diff alone sees no change when it is empty too.
+		runtime  fakeCRI
+		cachedAt time.Duration // when the cached status was read, from now
+		want     string        // pods woken
+		wantRead bool
+	}{
+		{desc: "the runtime lost what the cache shows: woken, re-read", runtime: fakeCRI{}, cachedAt: -time.Second, want: "p", wantRead: true},
+		{desc: "the cache matches the listing: nothing", runtime: present, cachedAt: -time.Second, want: "p"},
+		{desc: "a status read after the listing began is newer than it: nothing", runtime: fakeCRI{}, cachedAt: time.Hour, want: ""},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			cri := fakeCRI{}
+			g := newPLEG(&cri, 0, NewMetrics(nil))
+			rt := newStatusRuntime()
+			g.cache, g.statuses = container.NewCache(), rt
+			g.relist(ctx) // the previous listing: empty
+			drainUIDs(g)
+			g.cache.Set(uid, runningStatus(uid, container.ContainerStateRunning), time.Now().Add(tc.cachedAt))
+			cri = tc.runtime
+			g.relist(ctx)
+			if got := drainUIDs(g); got != tc.want {
+				t.Errorf("relist woke %q, want %q", got, tc.want)
+			}
+			if got := rt.readCount() > 0; got != tc.wantRead {
+				t.Errorf("relist read the status: %v, want %v", got, tc.wantRead)
+			}
+			if tc.wantRead {
+				ps, _, ok := g.cache.Get(uid)
+				if !ok || len(ps.SandboxStatuses)+len(ps.ContainerStatuses) != 0 {
+					t.Errorf("cached status after the relist = %+v, want the runtime's empty one", ps)
+				}
 			}
 		})
 	}
