@@ -45,14 +45,14 @@ build() {
 		log "cached: $apiserver_bin"
 		return
 	fi
-	mkdir -p "$bin_dir"
+	mkdir -p "$bin_dir" "$dir"
 	local mod_dir src lib_version
 	mod_dir=$(cd "$dir" && GOWORK=off GOFLAGS=-mod=mod go mod download -json "k8s.io/kubernetes@$kube_version" |
 		sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
 	[[ -n $mod_dir ]] || { log "go mod download k8s.io/kubernetes@$kube_version failed"; exit 1; }
 	# k8s.io/kubernetes v1.X.Y publishes its staging libraries as v0.X.Y.
 	lib_version=v0.${kube_version#v1.}
-	src=$dir/src/kubernetes-$kube_version
+	src=$SPLITLET_CACHE/kubernetes-$kube_version/src
 	rm -rf "$src"
 	mkdir -p "$(dirname "$src")"
 	cp -r "$mod_dir" "$src"
