@@ -28,6 +28,10 @@ import (
 type FS interface {
 	// MkdirAll creates path and its parents; an existing directory is fine.
 	MkdirAll(path string, perm os.FileMode) error
+	// MkdirAllExact is MkdirAll, but path itself, when this call creates
+	// it, gets exactly perm whatever the umask. An existing directory keeps
+	// its mode.
+	MkdirAllExact(path string, perm os.FileMode) error
 	// CreateFile creates (or truncates) an empty file with exactly perm,
 	// whatever the umask.
 	CreateFile(path string, perm os.FileMode) error
@@ -66,6 +70,26 @@ func mkdirAll(path string, perm os.FileMode) error {
 		return nil
 	}
 	// Another caller may have made it meanwhile; a file there is an error.
+	if fi, serr := os.Stat(path); serr == nil && fi.IsDir() {
+		return nil
+	}
+	return err
+}
+
+// MkdirAllExact implements FS: mkdir(2) honours the umask, so a directory
+// it makes is chmod'ed to perm afterwards, as the kubelet's emptyDir
+// setupDir does rather than clearing the process's umask.
+func (OSFS) MkdirAllExact(path string, perm os.FileMode) error {
+	err := os.Mkdir(path, perm)
+	if errors.Is(err, os.ErrNotExist) {
+		if err := mkdirAll(filepath.Dir(path), perm); err != nil {
+			return err
+		}
+		err = os.Mkdir(path, perm)
+	}
+	if err == nil {
+		return os.Chmod(path, perm)
+	}
 	if fi, serr := os.Stat(path); serr == nil && fi.IsDir() {
 		return nil
 	}
@@ -347,9 +371,11 @@ func volumeHostPath(pod *v1.Pod, name string, opts ContainerOptions) (string, er
 			}
 			dir := filepath.Join(orDefault(opts.PodVolumesRoot, DefaultPodsDir), string(pod.UID),
 				"volumes", "kubernetes.io~empty-dir", vol.Name)
-			// 0777 like the kubelet's emptyDir plugin: any container user
-			// must be able to write to it.
-			if err := opts.fs().MkdirAll(dir, 0o777); err != nil {
+			// Exactly 0777, whatever sync's umask, like the kubelet's
+			// emptyDir setupDir: any container user must be able to write
+			// to it. Only a new directory is chmod'ed, so a mode a
+			// container chose survives the next container's start.
+			if err := opts.fs().MkdirAllExact(dir, 0o777); err != nil {
 				return "", fmt.Errorf("create emptyDir %s: %w", dir, err)
 			}
 			return dir, nil

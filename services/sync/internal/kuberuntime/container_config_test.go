@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"reflect"
 	"slices"
 	"strconv"
@@ -23,6 +24,7 @@ import (
 // chosen paths.
 type fakeFS struct {
 	dirs    map[string]os.FileMode
+	exact   map[string]os.FileMode // made with MkdirAllExact
 	files   map[string]os.FileMode
 	removed []string
 	failOn  string
@@ -31,7 +33,7 @@ type fakeFS struct {
 var _ FS = (*fakeFS)(nil)
 
 func newFakeFS() *fakeFS {
-	return &fakeFS{dirs: map[string]os.FileMode{}, files: map[string]os.FileMode{}}
+	return &fakeFS{dirs: map[string]os.FileMode{}, exact: map[string]os.FileMode{}, files: map[string]os.FileMode{}}
 }
 
 func (f *fakeFS) MkdirAll(path string, perm os.FileMode) error {
@@ -39,6 +41,16 @@ func (f *fakeFS) MkdirAll(path string, perm os.FileMode) error {
 		return os.ErrPermission
 	}
 	f.dirs[path] = perm
+	return nil
+}
+
+// MkdirAllExact records the directory in dirs and, for the exact mode,
+// in exact.
+func (f *fakeFS) MkdirAllExact(path string, perm os.FileMode) error {
+	if err := f.MkdirAll(path, perm); err != nil {
+		return err
+	}
+	f.exact[path] = perm
 	return nil
 }
 
@@ -249,8 +261,8 @@ func TestGenerateContainerConfigMounts(t *testing.T) {
 			t.Errorf("mount %d = %v, want %v", i, g, w)
 		}
 	}
-	if perm, ok := fs.dirs[emptyDir]; !ok || perm != 0o777 {
-		t.Errorf("emptyDir %s created %t with %o, want 0777", emptyDir, ok, perm)
+	if perm, ok := fs.exact[emptyDir]; !ok || perm != 0o777 {
+		t.Errorf("emptyDir %s created %t with exactly %o, want exactly 0777", emptyDir, ok, perm)
 	}
 	for _, d := range []string{emptyDir + "/logs/web", "/var/data/a/b"} {
 		if _, ok := fs.dirs[d]; !ok {
@@ -724,5 +736,36 @@ func TestDefaultPathsMatchKubelet(t *testing.T) {
 	}
 	if !slices.Contains(defaultReadonlyPaths, "/proc/sys") {
 		t.Error("/proc/sys not read-only")
+	}
+}
+
+// An emptyDir is world-writable on the node, whatever sync's umask, so that
+// a container running as any user can write to it (the kubelet's emptyDir
+// setupDir; e2e "EmptyDir volumes ... (non-root,0777,default)").
+func TestGenerateContainerConfigEmptyDirMode(t *testing.T) {
+	pod := makeTestPod()
+	pod.Spec.Volumes = []v1.Volume{{Name: "scratch", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{}}}}
+	c := &pod.Spec.Containers[0]
+	c.VolumeMounts = []v1.VolumeMount{{Name: "scratch", MountPath: "/scratch"}}
+	root := t.TempDir()
+	opts := ContainerOptions{
+		PodLogsRoot:           filepath.Join(root, "logs"),
+		PodVolumesRoot:        filepath.Join(root, "pods"),
+		PodContainersRoot:     filepath.Join(root, "pods"),
+		FS:                    OSFS{},
+		MachineMemoryCapacity: 10 * gi,
+	}
+	var cfg *runtimeapi.ContainerConfig
+	withUmask(t, 0o022, func() { cfg = generate(t, pod, c, 0, opts) })
+	dir := filepath.Join(root, "pods", "uid-1", "volumes", "kubernetes.io~empty-dir", "scratch")
+	if len(cfg.Mounts) == 0 || cfg.Mounts[0].HostPath != dir {
+		t.Fatalf("mounts = %v, want %s first", cfg.Mounts, dir)
+	}
+	fi, err := os.Stat(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := fi.Mode().Perm(); got != 0o777 {
+		t.Errorf("emptyDir mode %v, want -rwxrwxrwx", got)
 	}
 }

@@ -111,3 +111,63 @@ func TestOSFSCreateFile(t *testing.T) {
 		t.Errorf("mode %v size %d, want -rw-rw-rw- and 0", fi.Mode().Perm(), fi.Size())
 	}
 }
+
+// withUmask runs fn with the process's umask set to mask, as sync may run
+// under (022 is the usual default), and restores it.
+func withUmask(t *testing.T, mask int, fn func()) {
+	t.Helper()
+	old := syscall.Umask(mask)
+	defer syscall.Umask(old)
+	fn()
+}
+
+// TestOSFSMkdirAllExact: a directory the call creates gets exactly perm
+// whatever the umask; one that exists keeps the mode it has.
+func TestOSFSMkdirAllExact(t *testing.T) {
+	for _, tc := range []struct {
+		desc     string
+		existing os.FileMode // a directory already there with this mode; 0 for none
+		file     bool        // a regular file already there
+		path     string
+		want     os.FileMode
+		wantErr  bool
+	}{
+		{desc: "new with its parents", path: "pods/u1/volumes/kubernetes.io~empty-dir/cache", want: 0o777},
+		{desc: "new under an existing parent", path: "cache", want: 0o777},
+		{desc: "an existing directory keeps its mode", existing: 0o700, path: "cache", want: 0o700},
+		{desc: "a file in its place", file: true, path: "cache", wantErr: true},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			root := t.TempDir()
+			path := filepath.Join(root, tc.path)
+			if tc.existing != 0 {
+				if err := os.Mkdir(path, tc.existing); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.Chmod(path, tc.existing); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if tc.file {
+				if err := os.WriteFile(path, nil, 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
+			var err error
+			withUmask(t, 0o022, func() { err = OSFS{}.MkdirAllExact(path, 0o777) })
+			if (err != nil) != tc.wantErr {
+				t.Fatalf("MkdirAllExact(%s): error %v, want error %v", tc.path, err, tc.wantErr)
+			}
+			if tc.wantErr {
+				return
+			}
+			fi, err := os.Stat(path)
+			if err != nil || !fi.IsDir() {
+				t.Fatalf("%s is not a directory: %v", tc.path, err)
+			}
+			if got := fi.Mode().Perm(); got != tc.want {
+				t.Errorf("mode %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
