@@ -63,6 +63,10 @@ func Run(ctx context.Context, cfg config.Config) error {
 	images := runtimeapi.NewImageServiceClient(conn)
 
 	st, err := store.Open(filepath.Join(cfg.StateDir, "pods.db"))
+	if errors.Is(err, store.ErrCorrupt) {
+		return fmt.Errorf("%w; sync will not start on it, since starting empty would forget every pod applied through the API "+
+			"and remove their containers: restore a copy of the file, or move it aside to start empty and apply the pods again", err)
+	}
 	if err != nil {
 		return err
 	}

@@ -15,11 +15,13 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"sync"
 	"time"
 
 	"github.com/containerd/errdefs"
 	bolt "go.etcd.io/bbolt"
+	bolterrors "go.etcd.io/bbolt/errors"
 	v1 "k8s.io/api/core/v1"
 )
 
@@ -54,16 +56,26 @@ type write struct {
 // maxBatch bounds a transaction, so one commit's latency stays bounded.
 const maxBatch = 1000
 
+// ErrCorrupt is wrapped by Open's error when the database file is damaged:
+// unreadable pages, a broken structure, or a record that does not decode.
+// Sync then refuses to start rather than start empty, which would forget
+// every pod applied through the API and remove their containers as
+// orphans. README ("Recovering a damaged pods.db") says what an operator
+// does.
+var ErrCorrupt = errors.New("state file is corrupt")
+
 // Open opens (creating if needed) the database file at path. It fails fast
 // with errdefs.ErrUnavailable if another process holds the file, rather than
 // waiting: two sync processes on one state directory would fight over pods.
+// It checks the whole file first and fails with ErrCorrupt when it is
+// damaged; it never panics on a damaged file.
 func Open(path string) (*Store, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("create state directory: %w", err)
 	}
-	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: 2 * time.Second})
+	db, err := openChecked(path)
 	if err != nil {
-		return nil, fmt.Errorf("open %s: %v: %w", path, err, errdefs.ErrUnavailable)
+		return nil, err
 	}
 	if err := db.Update(func(tx *bolt.Tx) error {
 		_, err := tx.CreateBucketIfNotExists(podsBucket)
@@ -75,6 +87,70 @@ func Open(path string) (*Store, error) {
 	s := &Store{db: db, writes: make(chan *write), done: make(chan struct{})}
 	go s.commitLoop()
 	return s, nil
+}
+
+// openChecked opens the file and checks it by reading every bucket and
+// record and decoding each stored pod. bbolt panics on some damage (a
+// freelist page of the wrong type, a branch page pointing at garbage) and a
+// page beyond the end of a truncated file faults when touched through the
+// mmap; both become ErrCorrupt here, through recover and SetPanicOnFault.
+// bbolt's own Tx.Check is not used: it walks the pages in a goroutine of
+// its own, where such a panic could not be recovered.
+func openChecked(path string) (db *bolt.DB, err error) {
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer func() {
+		if r := recover(); r != nil {
+			if db != nil {
+				closeQuietly(db)
+			}
+			db, err = nil, fmt.Errorf("%s: %w: %v", path, ErrCorrupt, r)
+		}
+	}()
+	// bbolt takes an empty file for a new database; ours was truncated
+	// (bbolt writes and syncs the first pages when it creates the file; a
+	// crash inside that very first Open is the one other way, and then
+	// nothing was stored, so moving the file aside loses nothing).
+	if fi, err := os.Stat(path); err == nil && fi.Size() == 0 {
+		return nil, fmt.Errorf("%s: %w: the file is empty (truncated?)", path, ErrCorrupt)
+	}
+	db, err = bolt.Open(path, 0o600, &bolt.Options{Timeout: 2 * time.Second})
+	switch {
+	case errors.Is(err, bolterrors.ErrTimeout):
+		return nil, fmt.Errorf("open %s: %v: %w", path, err, errdefs.ErrUnavailable)
+	case errors.Is(err, bolterrors.ErrInvalid), errors.Is(err, bolterrors.ErrChecksum), errors.Is(err, bolterrors.ErrVersionMismatch):
+		return nil, fmt.Errorf("%s: %w: %v", path, ErrCorrupt, err)
+	case err != nil:
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	if err := db.View(checkTx); err != nil {
+		closeQuietly(db)
+		return nil, fmt.Errorf("%s: %w: %v", path, ErrCorrupt, err)
+	}
+	return db, nil
+}
+
+// checkTx reads every top-level bucket and decodes every stored pod.
+func checkTx(tx *bolt.Tx) error {
+	if err := tx.ForEach(func(name []byte, b *bolt.Bucket) error {
+		return b.ForEach(func(k, raw []byte) error {
+			if string(name) != string(podsBucket) {
+				return nil
+			}
+			if err := json.Unmarshal(raw, &v1.Pod{}); err != nil {
+				return fmt.Errorf("record %q: %w", k, err)
+			}
+			return nil
+		})
+	}); err != nil {
+		return err
+	}
+	return nil
+}
+
+// closeQuietly closes a damaged database, which may itself panic.
+func closeQuietly(db *bolt.DB) {
+	defer func() { _ = recover() }()
+	_ = db.Close()
 }
 
 // Close waits for the writes under way, then closes the database. Writes
