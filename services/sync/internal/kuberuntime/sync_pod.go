@@ -70,7 +70,9 @@ func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod, podStatus *container
 // and does not stop the others, as in the kubelet; the returned error joins
 // every failure. podStatus must be newest first and read after the pod's
 // previous sync acted (GetPodStatus, or a cached status at least that new):
-// decisions on an older status could repeat or undo what that sync did. The
+// decisions on an older status could repeat or undo what that sync did. For
+// a host-network pod, podStatus.IPs must be the pod IPs of its API status
+// (the node's): its containers' status.podIP(s) env comes from them. The
 // result says whether this sync acted, also when it returns an error.
 func (m *Manager) SyncPodWithResult(ctx context.Context, pod *v1.Pod, podStatus *container.PodStatus, probes ProbeResults) (res SyncResult, retErr error) {
 	log := loggerFrom(ctx)
@@ -122,20 +124,22 @@ func (m *Manager) SyncPodWithResult(ctx context.Context, pod *v1.Pod, podStatus 
 	if sandboxID == "" || len(actions.ContainersToStart)+len(actions.InitContainersToStart)+len(actions.EphemeralContainersToStart) == 0 {
 		return res, nil
 	}
-	sbStatus, err := m.runtime.PodSandboxStatus(ctx, &runtimeapi.PodSandboxStatusRequest{PodSandboxId: sandboxID})
-	if err != nil {
-		return res, fmt.Errorf("status of sandbox %s: %w", sandboxID, err)
-	}
 	sbConfig, err := generatePodSandboxConfig(ctx, pod, actions.Attempt, m.opts.Sandbox)
 	if err != nil {
 		return res, fmt.Errorf("sandbox config: %w", err)
 	}
-	var podIPs []string
-	if net := sbStatus.GetStatus().GetNetwork(); net != nil && net.GetIp() != "" {
-		podIPs = append(podIPs, net.GetIp())
-		for _, ip := range net.GetAdditionalIps() {
-			podIPs = append(podIPs, ip.GetIp())
+	// A host-network sandbox has no IPs of its own: its containers see the
+	// node's, which the caller put in podStatus.IPs from the pod's API
+	// status, as the kubelet's SyncPod does before calling the runtime's
+	// (the kubelet's kubeGenericRuntimeManager.SyncPod then leaves them
+	// alone for a host-network pod).
+	podIPs := podStatus.IPs
+	if !container.IsHostNetworkPod(pod) {
+		sbStatus, err := m.runtime.PodSandboxStatus(ctx, &runtimeapi.PodSandboxStatusRequest{PodSandboxId: sandboxID})
+		if err != nil {
+			return res, fmt.Errorf("status of sandbox %s: %w", sandboxID, err)
 		}
+		podIPs = sandboxIPs(sbStatus.GetStatus())
 	}
 
 	var errs []error

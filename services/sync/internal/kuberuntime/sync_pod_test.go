@@ -308,3 +308,75 @@ func TestImageUserFromOneImageStatus(t *testing.T) {
 		})
 	}
 }
+
+// envRecorder keeps the environment of each container created and reports
+// a sandbox with the given IP ("" for a host-network one, as containerd).
+type envRecorder struct {
+	*mutationRecorder
+	sandboxIP string
+	envs      []map[string]string
+}
+
+func (f *envRecorder) PodSandboxStatus(context.Context, *runtimeapi.PodSandboxStatusRequest, ...grpc.CallOption) (*runtimeapi.PodSandboxStatusResponse, error) {
+	sb := readySandbox(testSandboxID, 0)
+	sb.Network = &runtimeapi.PodSandboxNetworkStatus{Ip: f.sandboxIP}
+	return &runtimeapi.PodSandboxStatusResponse{Status: sb}, nil
+}
+
+func (f *envRecorder) CreateContainer(ctx context.Context, req *runtimeapi.CreateContainerRequest, opts ...grpc.CallOption) (*runtimeapi.CreateContainerResponse, error) {
+	env := map[string]string{}
+	for _, kv := range req.GetConfig().GetEnvs() {
+		env[kv.GetKey()] = string(kv.GetValue())
+	}
+	f.envs = append(f.envs, env)
+	return f.mutationRecorder.CreateContainer(ctx, req, opts...)
+}
+
+// A host-network pod's containers see the node's IPs as status.podIP(s):
+// its sandbox has none, and the caller passes the API status's pod IPs in
+// podStatus.IPs. Other pods take their sandbox's IP.
+func TestSyncPodPodIPEnv(t *testing.T) {
+	const nodeIP, nodeIPv6 = "192.0.2.10", "2001:db8::10"
+	for _, tc := range []struct {
+		desc        string
+		hostNetwork bool
+		sandboxIP   string
+		statusIPs   []string
+		wantPodIP   string
+		wantPodIPs  string
+	}{
+		{desc: "host network: the node's IPs", hostNetwork: true, statusIPs: []string{nodeIP, nodeIPv6},
+			wantPodIP: nodeIP, wantPodIPs: nodeIP + "," + nodeIPv6},
+		{desc: "host network without known node IPs: none", hostNetwork: true},
+		{desc: "pod network: the sandbox's IP", sandboxIP: testPodIP, statusIPs: []string{nodeIP},
+			wantPodIP: testPodIP, wantPodIPs: testPodIP},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			cri := &envRecorder{mutationRecorder: &mutationRecorder{}, sandboxIP: tc.sandboxIP}
+			dir := t.TempDir()
+			m := NewManager(cri, cri, ManagerOptions{
+				Sandbox: SandboxOptions{PodLogsRoot: dir},
+				Container: ContainerOptions{PodLogsRoot: dir, PodContainersRoot: dir, PodVolumesRoot: dir,
+					EnvOptions: EnvOptions{HostIPs: []string{nodeIP, nodeIPv6}}},
+			})
+			pod := makeTestPod()
+			pod.Spec.HostNetwork = tc.hostNetwork
+			pod.Spec.Containers = pod.Spec.Containers[:1]
+			pod.Spec.Containers[0].Env = []v1.EnvVar{
+				fieldEnv("POD_IP", "status.podIP"), fieldEnv("POD_IPS", "status.podIPs"), fieldEnv("HOST_IP", "status.hostIP"),
+			}
+			ps := &container.PodStatus{ID: pod.UID, IPs: tc.statusIPs}
+			if _, err := m.SyncPodWithResult(context.Background(), pod, ps, &fakeProbes{}); err != nil {
+				t.Fatalf("SyncPodWithResult: %v", err)
+			}
+			if len(cri.envs) != 1 {
+				t.Fatalf("%d containers created, want 1", len(cri.envs))
+			}
+			env := cri.envs[0]
+			if env["POD_IP"] != tc.wantPodIP || env["POD_IPS"] != tc.wantPodIPs || env["HOST_IP"] != nodeIP {
+				t.Errorf("POD_IP=%q POD_IPS=%q HOST_IP=%q, want %q %q %q",
+					env["POD_IP"], env["POD_IPS"], env["HOST_IP"], tc.wantPodIP, tc.wantPodIPs, nodeIP)
+			}
+		})
+	}
+}

@@ -215,7 +215,7 @@ func (k *Kubelet) SyncPod(ctx context.Context, updateType worker.UpdateType, pod
 	if k.opts.Prober != nil {
 		probes = k.opts.Prober
 	}
-	res, syncErr := k.syncRuntime(ctx, pod, podStatus, probes)
+	res, syncErr := k.syncRuntime(ctx, pod, withAPIPodIPs(podStatus, &apiStatus), probes)
 	switch {
 	case res.Acted:
 		after, afterAt, err := k.readStatusAfterSync(ctx, pod, startedEmpty, res, syncErr)
@@ -239,6 +239,23 @@ func (k *Kubelet) SyncPod(ctx context.Context, updateType worker.UpdateType, pod
 		k.setLastSync(pod.UID, readAt)
 	}
 	return false, syncErr
+}
+
+// withAPIPodIPs returns podStatus with the pod IPs of apiStatus, which for
+// a host-network pod are the node's (the runtime reports none for its
+// sandbox): the runtime resolves containers' status.podIP(s) env from them.
+// podStatus itself may be the cache's and is left alone. Matches what the
+// kubelet's SyncPod does to podStatus.IPs before the runtime's SyncPod.
+func withAPIPodIPs(podStatus *container.PodStatus, apiStatus *v1.PodStatus) *container.PodStatus {
+	ps := *podStatus
+	ps.IPs = make([]string, 0, len(apiStatus.PodIPs))
+	for _, ip := range apiStatus.PodIPs {
+		ps.IPs = append(ps.IPs, ip.IP)
+	}
+	if len(ps.IPs) == 0 && apiStatus.PodIP != "" {
+		ps.IPs = []string{apiStatus.PodIP}
+	}
+	return &ps
 }
 
 // syncRuntime runs the runtime's SyncPod. A Runtime that cannot say whether
