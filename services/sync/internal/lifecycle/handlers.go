@@ -2,6 +2,7 @@ package lifecycle
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -55,8 +56,8 @@ type Options struct {
 	// PodStatus gives the pod IP for httpGet hooks without a host; nil
 	// makes such hooks fail.
 	PodStatus PodStatusProvider
-	// HTTP sends httpGet hooks; nil is a plain http.Client, as the
-	// kubelet's (redirects followed, status codes not judged).
+	// HTTP sends httpGet hooks; nil is the kubelet's lifecycle client
+	// (newInsecureHTTPClient). Status codes are not judged either way.
 	HTTP HTTPDoer
 	// Recorder receives hook events; nil records none.
 	Recorder Recorder
@@ -85,12 +86,26 @@ func NewHandlerRunner(opts Options) *HandlerRunner {
 		timeUnit:  opts.TimeUnit,
 	}
 	if hr.http == nil {
-		hr.http = &http.Client{}
+		hr.http = newInsecureHTTPClient()
 	}
 	if hr.timeUnit <= 0 {
 		hr.timeUnit = time.Second
 	}
 	return hr
+}
+
+// newInsecureHTTPClient is the client of httpGet hooks: HTTPS without
+// verifying the certificate (a hook reaches the pod's own server, usually
+// with a self-signed or no certificate at all), and redirects followed to
+// the same host only, as for probes. Matches the
+// insecureContainerLifecycleHTTPClient of the kubelet's NewMainKubelet.
+func newInsecureHTTPClient() *http.Client {
+	return &http.Client{
+		Transport: &http.Transport{
+			TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, //nolint:gosec // hooks do not verify certificates, as the kubelet's
+		},
+		CheckRedirect: probe.RedirectChecker,
+	}
 }
 
 // Run runs one handler for the container. On failure it returns the

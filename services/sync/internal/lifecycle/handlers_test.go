@@ -169,3 +169,54 @@ func TestRunInvalidHandler(t *testing.T) {
 		t.Fatalf("Run = (%q, %v), want the invalid handler message", msg, err)
 	}
 }
+
+// httpGet hooks over HTTPS do not verify the server's certificate, and
+// follow redirects to the same host only, as the kubelet's lifecycle
+// client does (e2e "Container Lifecycle Hook ... should execute poststart
+// https hook properly").
+func TestRunHTTPSInsecure(t *testing.T) {
+	hits := make(chan string, 8)
+	elsewhere := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits <- "elsewhere " + r.URL.Path
+	}))
+	defer elsewhere.Close()
+	_, elsewherePort, _ := net.SplitHostPort(strings.TrimPrefix(elsewhere.URL, "http://"))
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits <- r.URL.Path
+		switch r.URL.Path {
+		case "/moved":
+			http.Redirect(w, r, "/start", http.StatusFound)
+		case "/away":
+			// Another host name for the same machine: not followed.
+			http.Redirect(w, r, "http://localhost:"+elsewherePort+"/start", http.StatusFound)
+		}
+	}))
+	defer srv.Close()
+	_, portStr, _ := net.SplitHostPort(strings.TrimPrefix(srv.URL, "https://"))
+	port, _ := strconv.Atoi(portStr)
+
+	for _, tc := range []struct {
+		desc     string
+		path     string
+		wantHits []string
+	}{
+		{desc: "a self-signed certificate is accepted", path: "/start", wantHits: []string{"/start"}},
+		{desc: "a redirect to the same host is followed", path: "/moved", wantHits: []string{"/moved", "/start"}},
+		{desc: "a redirect to another host is not", path: "/away", wantHits: []string{"/away"}},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			hr := NewHandlerRunner(Options{})
+			action := &v1.HTTPGetAction{Host: "127.0.0.1", Scheme: v1.URISchemeHTTPS, Path: tc.path, Port: intstr.FromInt(port)}
+			if msg, err := hr.Run(context.Background(), testID, testPod(), &v1.Container{Name: "app"}, &v1.LifecycleHandler{HTTPGet: action}); err != nil {
+				t.Fatalf("Run = (%q, %v), want success", msg, err)
+			}
+			var got []string
+			for len(hits) > 0 {
+				got = append(got, <-hits)
+			}
+			if strings.Join(got, ",") != strings.Join(tc.wantHits, ",") {
+				t.Errorf("servers saw %q, want %q", got, tc.wantHits)
+			}
+		})
+	}
+}

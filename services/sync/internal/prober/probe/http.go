@@ -81,10 +81,11 @@ func NewTransport() *http.Transport {
 	}
 }
 
-// redirectChecker follows redirects to the same host only, at most ten,
+// RedirectChecker follows redirects to the same host only, at most ten,
 // as the kubelet's httpprobe.RedirectChecker with followNonLocalRedirects
-// false: a redirect elsewhere ends the probe with the 3xx response itself.
-func redirectChecker(req *http.Request, via []*http.Request) error {
+// false: a redirect elsewhere ends the probe (or hook) with the 3xx
+// response itself.
+func RedirectChecker(req *http.Request, via []*http.Request) error {
 	if req.URL.Hostname() != via[0].URL.Hostname() {
 		return http.ErrUseLastResponse
 	}
@@ -101,7 +102,7 @@ func redirectChecker(req *http.Request, via []*http.Request) error {
 // with "HTTP probe failed with statuscode: N" (never the body, which may
 // hold secrets).
 func HTTP(req *http.Request, transport http.RoundTripper, timeout time.Duration) (Result, string, error) {
-	client := &http.Client{Timeout: timeout, Transport: transport, CheckRedirect: redirectChecker}
+	client := &http.Client{Timeout: timeout, Transport: transport, CheckRedirect: RedirectChecker}
 	res, err := client.Do(req)
 	if err != nil {
 		return Failure, err.Error(), nil
