@@ -203,6 +203,8 @@ type Kubelet struct {
 	// terminal holds the status imposed on pods the node kills itself
 	// (preemption victims, evicted pods).
 	terminal map[types.UID]*terminalStatus
+	// activeDeadline fails pods past their activeDeadlineSeconds.
+	activeDeadline *activeDeadlineHandler
 	// admitRetry fires when pending admissions should be retried;
 	// admitRetryArmed says a retry is scheduled, admitRetryDelay is the
 	// next back-off delay.
@@ -262,6 +264,7 @@ func New(opts Options, config *source.PodConfig, podManager *podmanager.Manager,
 		admitRetry:       make(chan struct{}, 1),
 		admitRetryDelay:  opts.AdmitRetryInitial,
 	}
+	k.activeDeadline = newActiveDeadlineHandler(podManager.GetPodStatus, opts.Recorder, time.Now)
 	k.runtimePods = newRuntimeCache(rt.GetPods, runtimeCacheRefreshPeriod)
 	k.cgroupsLeft = map[types.UID]int{}
 	k.pleg = newPLEG(cri, opts.RelistInterval, opts.Metrics)
@@ -310,6 +313,10 @@ func (k *Kubelet) syncLoop(ctx context.Context) {
 	log := logctx.From(ctx)
 	housekeeping := time.NewTicker(k.opts.HousekeepingInterval)
 	defer housekeeping.Stop()
+	// The kubelet's syncCh: once a second, the pods that must be synced
+	// now (past their active deadline).
+	syncTicker := time.NewTicker(time.Second)
+	defer syncTicker.Stop()
 	// Without a prober these stay nil and never fire.
 	var liveness, readiness, startup <-chan prober.Update
 	if k.opts.Prober != nil {
@@ -350,6 +357,10 @@ func (k *Kubelet) syncLoop(ctx context.Context) {
 			k.workers.Wake(u.PodUID)
 		case u := <-startup:
 			k.workers.Wake(u.PodUID)
+		case <-syncTicker.C:
+			for _, pod := range k.getPodsToSync() {
+				k.workers.Wake(pod.UID)
+			}
 		case <-k.admitRetry:
 			k.retryPendingAdmissions(ctx)
 		case <-housekeeping.C:

@@ -143,6 +143,9 @@ func (k *Kubelet) publishStatus(ctx context.Context, pod *v1.Pod, podStatus *con
 		ts = k.terminalStatusFor(pod)
 	}
 	in := status.Inputs{Reasons: reasons{k.runtime}, HostIPs: k.opts.HostIPs, PodIsTerminal: terminal, Eviction: ts.eviction()}
+	if in.Eviction == nil {
+		in.Eviction = k.activeDeadline.ShouldEvict(pod)
+	}
 	if k.opts.Prober != nil {
 		in.Readiness, in.Startup = k.opts.Prober.ReadinessResult, k.opts.Prober.StartupResult
 	}
