@@ -117,6 +117,26 @@ func generatePodReadyCondition(pod *v1.Pod, conditions []v1.PodCondition, status
 	return cond
 }
 
+// NeedToReconcilePodReadiness reports whether a pod with readiness gates
+// shows a Ready condition other than the one its own status now implies:
+// someone else changed a gate's condition (status.conditions), and the pod
+// must be synced for Ready to follow. A pod without a Ready condition yet
+// needs nothing. Matches the kubelet status manager's
+// NeedToReconcilePodReadiness; init container statuses count too, as in
+// generateAPIPodStatus, so a sidecar's readiness is weighed the same way.
+func NeedToReconcilePodReadiness(pod *v1.Pod) bool {
+	if len(pod.Spec.ReadinessGates) == 0 {
+		return false
+	}
+	cur := findCondition(pod.Status.Conditions, v1.PodReady)
+	if cur == nil {
+		return false
+	}
+	all := append(append([]v1.ContainerStatus{}, pod.Status.InitContainerStatuses...), pod.Status.ContainerStatuses...)
+	want := generatePodReadyCondition(pod, pod.Status.Conditions, all, pod.Status.Phase)
+	return cur.Status != want.Status || cur.Message != want.Message
+}
+
 // generatePodInitializedCondition: True when every ordinary init container
 // completed and every sidecar started, or once any regular container has
 // run. Matches the kubelet's GeneratePodInitializedCondition, including

@@ -10,6 +10,7 @@ import (
 
 	"github.com/splitlet/splitlet/services/admission/qos"
 	"github.com/splitlet/splitlet/services/sync/internal/logctx"
+	"github.com/splitlet/splitlet/services/sync/internal/status"
 	"github.com/splitlet/splitlet/services/sync/internal/worker"
 )
 
@@ -135,9 +136,17 @@ func (k *Kubelet) HandlePodRemoves(ctx context.Context, pods []*v1.Pod) {
 }
 
 // HandlePodReconcile records a status-only change from the source. Sync
-// owns the status of its pods, so only the pod object is refreshed.
+// owns the status of its pods, so the pod object is refreshed and nothing
+// more, except when the change moves a readiness gate's condition: then
+// the pod's worker syncs it with its new status, so that Ready follows.
+// Matches the kubelet's HandlePodReconcile (NeedToReconcilePodReadiness).
 func (k *Kubelet) HandlePodReconcile(ctx context.Context, pods []*v1.Pod) {
 	for _, pod := range pods {
 		k.podManager.UpdatePod(pod)
+		// Only a pod that has a worker: one admission refused or has not
+		// decided on yet must not get one here.
+		if status.NeedToReconcilePodReadiness(pod) && k.workers.IsKnown(pod.UID) {
+			k.workers.UpdatePod(worker.UpdatePodOptions{UpdateType: worker.SyncPodSync, Pod: pod})
+		}
 	}
 }
