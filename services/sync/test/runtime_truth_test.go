@@ -2,6 +2,12 @@ package test
 
 import (
 	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -53,4 +59,80 @@ func TestRuntimeLosesEverything(t *testing.T) {
 			}
 		}
 	}
+}
+
+// A crash of sync (kill -9) loses no pod status: the restarted sync reports
+// the same startTime, conditions' lastTransitionTime, pod IPs and, for a
+// static pod, creationTimestamp, and restarts no container. The kubelet
+// keeps them in its status manager and the API server.
+func TestStatusSurvivesSyncCrash(t *testing.T) {
+	s := startStack(t, stackOptions{manifestDir: true})
+	s.apply(webPod)
+	manifest := "apiVersion: v1\nkind: Pod\nmetadata: {name: static}\nspec:\n  containers: [{name: app, image: busybox:1.36}]\n"
+	if err := os.WriteFile(filepath.Join(s.manifestDir(), "static.yaml"), []byte(manifest), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	before := map[string]*v1.Pod{}
+	for _, name := range []string{"web", "static-node1"} {
+		before[name] = s.waitPod(name, 20*time.Second, "Running and Ready", func(p *v1.Pod) bool {
+			c := condition(p, v1.PodReady)
+			return p.Status.Phase == v1.PodRunning && c != nil && c.Status == v1.ConditionTrue
+		})
+	}
+	// Every status a client has seen is on disk.
+	waitFor(t, 10*time.Second, "statuses kept", func() (bool, string) {
+		v, err := s.metric("splitlet_status_keeper_unsaved_changes")
+		return err == nil && v == 0, fmt.Sprint(v, err)
+	})
+	// The statuses were read before the metric said they were kept; read
+	// them again in case one changed in between.
+	for name := range before {
+		before[name] = s.get(name)
+	}
+
+	s.Sync.Kill()
+	if err := s.Sync.Restart(t.Context(), 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	for name, old := range before {
+		now := s.waitPod(name, 20*time.Second, "Running after the restart", func(p *v1.Pod) bool { return p.Status.Phase == v1.PodRunning })
+		if !now.Status.StartTime.Equal(old.Status.StartTime) {
+			t.Errorf("%s: startTime %v after the restart, was %v", name, now.Status.StartTime, old.Status.StartTime)
+		}
+		if !now.CreationTimestamp.Equal(&old.CreationTimestamp) {
+			t.Errorf("%s: creationTimestamp %v after the restart, was %v", name, now.CreationTimestamp, old.CreationTimestamp)
+		}
+		if now.Status.PodIP != old.Status.PodIP {
+			t.Errorf("%s: podIP %q after the restart, was %q", name, now.Status.PodIP, old.Status.PodIP)
+		}
+		for _, c := range old.Status.Conditions {
+			nc := condition(now, c.Type)
+			if nc == nil || nc.Status != c.Status || !nc.LastTransitionTime.Equal(&c.LastTransitionTime) {
+				t.Errorf("%s: condition %s = %+v after the restart, was %+v", name, c.Type, nc, c)
+			}
+		}
+		oc, nc := containerStatus(old, "app"), containerStatus(now, "app")
+		if nc == nil || nc.ContainerID != oc.ContainerID || nc.RestartCount != oc.RestartCount {
+			t.Errorf("%s: container %+v after the restart, was %+v", name, nc, oc)
+		}
+	}
+}
+
+// metric reads one unlabelled sample from sync's /metrics.
+func (s *stack) metric(name string) (float64, error) {
+	resp, err := http.Get(s.SyncURL() + "/metrics")
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return 0, err
+	}
+	for _, line := range strings.Split(string(raw), "\n") {
+		if v, ok := strings.CutPrefix(line, name+" "); ok {
+			return strconv.ParseFloat(v, 64)
+		}
+	}
+	return 0, fmt.Errorf("no %s in /metrics", name)
 }

@@ -27,6 +27,9 @@ import (
 	"go.uber.org/zap"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
@@ -43,6 +46,7 @@ import (
 	"github.com/splitlet/splitlet/services/sync/internal/prober"
 	"github.com/splitlet/splitlet/services/sync/internal/server"
 	"github.com/splitlet/splitlet/services/sync/internal/source"
+	"github.com/splitlet/splitlet/services/sync/internal/statuskeep"
 	"github.com/splitlet/splitlet/services/sync/internal/store"
 	"github.com/splitlet/splitlet/services/sync/internal/syncloop"
 )
@@ -88,6 +92,17 @@ func Run(ctx context.Context, cfg config.Config) error {
 	}
 	podConfig := source.NewPodConfig(sources...)
 	pods := podmanager.New()
+	// What the previous run of sync last reported of each pod: the first
+	// status generated for a pod after this restart starts from it, and a
+	// static pod keeps its creation time.
+	kept, err := st.Statuses()
+	if err != nil {
+		return fmt.Errorf("read the kept pod statuses: %w", err)
+	}
+	podConfig.SetCreationTimes(func(uid types.UID) (metav1.Time, bool) {
+		k, ok := kept[uid]
+		return k.CreationTimestamp, ok && !k.CreationTimestamp.IsZero()
+	})
 
 	if len(cfg.ClusterDNS) == 0 {
 		log.Warn("no --cluster-dns: pods with dnsPolicy ClusterFirst fall back to the node's resolv.conf, as the kubelet's do")
@@ -147,11 +162,15 @@ func Run(ctx context.Context, cfg config.Config) error {
 		ContainerGCPeriod: cfg.ContainerGCPeriod,
 		PodCgroups:        podCgroups(cfg.CgroupRoot),
 		HostIPs:           cfg.NodeIPs,
-		Finalizers:        finalizers,
-		Metrics:           syncloop.NewMetrics(reg),
-		Recorder:          recorder,
-		Prober:            probes,
-		Admitter:          admitter,
+		KeptStatus: func(uid types.UID) (v1.PodStatus, bool) {
+			k, ok := kept[uid]
+			return k.Status, ok
+		},
+		Finalizers: finalizers,
+		Metrics:    syncloop.NewMetrics(reg),
+		Recorder:   recorder,
+		Prober:     probes,
+		Admitter:   admitter,
 
 		AdmissionFailurePolicy: failurePolicy,
 	}, podConfig, pods, runtimeManager, rt)
@@ -214,6 +233,18 @@ func Run(ctx context.Context, cfg config.Config) error {
 		defer close(loopDone)
 		_ = kubelet.Run(ctx)
 	}()
+	// The keeper writes to the store: it stops after the sync loop (so the
+	// loop's last statuses are kept) and before the store closes (deferred
+	// above).
+	keeper := statuskeep.New(st, pods)
+	keeper.Register(reg)
+	keeperCtx, stopKeeper := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopKeeper()
+	keeperDone := make(chan struct{})
+	go func() {
+		defer close(keeperDone)
+		keeper.Run(keeperCtx)
+	}()
 
 	var runErr error
 	select {
@@ -227,6 +258,8 @@ func Run(ctx context.Context, cfg config.Config) error {
 		_ = srv.Shutdown(shutdownCtx)
 	}
 	<-loopDone
+	stopKeeper()
+	<-keeperDone
 	return runErr
 }
 

@@ -25,10 +25,12 @@ const (
 	Deleted
 )
 
-// Event is one change of one pod; Pod carries its status.
+// Event is one change of one pod; Pod carries its status. Seq numbers the
+// manager's changes, 1 upwards, in the order they were published.
 type Event struct {
 	Type EventType
 	Pod  *v1.Pod
+	Seq  uint64
 }
 
 // Manager is safe for concurrent use.
@@ -39,6 +41,7 @@ type Manager struct {
 	statuses map[types.UID]v1.PodStatus
 	subs     map[int]chan Event
 	nextSub  int
+	seq      uint64 // of the last change published
 }
 
 // New returns an empty manager.
@@ -204,7 +207,17 @@ func (m *Manager) Subscribe(buffer int) (<-chan Event, func()) {
 	}
 }
 
+// Seq is the number of the last change published (0: none yet). A
+// subscriber that has handled the event with this Seq has seen every change.
+func (m *Manager) Seq() uint64 {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	return m.seq
+}
+
 func (m *Manager) publishLocked(ev Event) {
+	m.seq++
+	ev.Seq = m.seq
 	for id, ch := range m.subs {
 		select {
 		case ch <- ev:

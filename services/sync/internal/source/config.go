@@ -98,6 +98,19 @@ type PodConfig struct {
 	queue    []PodUpdate   // computed, not yet handed to updates; guarded by mu
 	wake     chan struct{} // tells the forwarder the queue grew
 	updates  chan PodUpdate
+	// createdAt, when set, gives the creation time a pod had in a previous
+	// run of sync (statuskeep), for a static pod seen again.
+	createdAt func(types.UID) (metav1.Time, bool)
+}
+
+// SetCreationTimes gives the mux the creation times pods had in a previous
+// run of sync, so that a static pod (which carries none) keeps its AGE
+// across a restart instead of starting again from the restart. Call it
+// before any source reports.
+func (c *PodConfig) SetCreationTimes(createdAt func(types.UID) (metav1.Time, bool)) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.createdAt = createdAt
 }
 
 // NewPodConfig returns a mux expecting the named sources; SeenAllSources
@@ -191,7 +204,7 @@ func (c *PodConfig) Set(_ context.Context, source string, pods []*v1.Pod) {
 	next := make(map[types.UID]*v1.Pod, len(pods))
 	var ch changes
 	for _, p := range pods {
-		next[p.UID] = ch.record(source, old[p.UID], p)
+		next[p.UID] = ch.record(source, old[p.UID], p, c.createdAt)
 	}
 	for uid, p := range old {
 		if _, ok := next[uid]; !ok {
@@ -230,11 +243,19 @@ func (c *PodConfig) Merge(_ context.Context, source string, op Operation, pods [
 			}
 			continue
 		}
-		cur[p.UID] = ch.record(source, prev, p)
+		cur[p.UID] = ch.record(source, prev, p, c.createdAt)
 	}
 	c.queueLocked(source, &ch)
 	c.mu.Unlock()
 	c.wakeForwarder()
+}
+
+// knownCreation asks createdAt, when there is one, for uid's creation time.
+func knownCreation(createdAt func(types.UID) (metav1.Time, bool), uid types.UID) (metav1.Time, bool) {
+	if createdAt == nil {
+		return metav1.Time{}, false
+	}
+	return createdAt(uid)
 }
 
 // changes gathers the pods of one Set or Merge by the update they go in.
@@ -245,7 +266,7 @@ type changes struct {
 // record compares a copy of p, tagged with source, with prev, the version
 // the mux holds (nil if none), files it under the change it makes and
 // returns the pod the mux keeps. Matches the kubelet's checkAndUpdatePod.
-func (ch *changes) record(source string, prev, p *v1.Pod) *v1.Pod {
+func (ch *changes) record(source string, prev, p *v1.Pod, createdAt func(types.UID) (metav1.Time, bool)) *v1.Pod {
 	p = p.DeepCopy()
 	if p.Annotations == nil {
 		p.Annotations = map[string]string{}
@@ -257,6 +278,8 @@ func (ch *changes) record(source string, prev, p *v1.Pod) *v1.Pod {
 	if p.CreationTimestamp.IsZero() {
 		if prev != nil {
 			p.CreationTimestamp = prev.CreationTimestamp
+		} else if t, ok := knownCreation(createdAt, p.UID); ok {
+			p.CreationTimestamp = t
 		} else {
 			p.CreationTimestamp = metav1.NewTime(time.Now().Truncate(time.Second))
 		}

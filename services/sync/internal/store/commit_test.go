@@ -68,11 +68,11 @@ func TestCommitIsolatesAFailingWrite(t *testing.T) {
 	defer st.Close()
 	bad := errors.New("bad write")
 	put := func(name string) *write {
-		return &write{result: make(chan error, 1), apply: func(b *bolt.Bucket) error {
-			return b.Put(key("default", name), []byte(`{"metadata":{"name":"`+name+`","namespace":"default"}}`))
+		return &write{result: make(chan error, 1), apply: func(tx *bolt.Tx) error {
+			return tx.Bucket(podsBucket).Put(key("default", name), []byte(`{"metadata":{"name":"`+name+`","namespace":"default"}}`))
 		}}
 	}
-	failing := &write{result: make(chan error, 1), apply: func(*bolt.Bucket) error { return bad }}
+	failing := &write{result: make(chan error, 1), apply: func(*bolt.Tx) error { return bad }}
 	batch := []*write{put("a"), failing, put("b")}
 	// Called directly, so the three surely share one transaction.
 	st.commit(batch)

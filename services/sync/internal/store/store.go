@@ -49,7 +49,7 @@ type Store struct {
 // idempotent: it runs again in a new transaction if another write of its
 // batch fails.
 type write struct {
-	apply  func(*bolt.Bucket) error
+	apply  func(*bolt.Tx) error
 	result chan error
 }
 
@@ -78,8 +78,12 @@ func Open(path string) (*Store, error) {
 		return nil, err
 	}
 	if err := db.Update(func(tx *bolt.Tx) error {
-		_, err := tx.CreateBucketIfNotExists(podsBucket)
-		return err
+		for _, name := range [][]byte{podsBucket, statusesBucket} {
+			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
+				return err
+			}
+		}
+		return nil
 	}); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("init %s: %w", path, err)
@@ -129,22 +133,26 @@ func openChecked(path string) (db *bolt.DB, err error) {
 	return db, nil
 }
 
-// checkTx reads every top-level bucket and decodes every stored pod.
+// checkTx reads every top-level bucket and decodes every stored pod and
+// kept status.
 func checkTx(tx *bolt.Tx) error {
-	if err := tx.ForEach(func(name []byte, b *bolt.Bucket) error {
+	return tx.ForEach(func(name []byte, b *bolt.Bucket) error {
 		return b.ForEach(func(k, raw []byte) error {
-			if string(name) != string(podsBucket) {
+			var v any
+			switch string(name) {
+			case string(podsBucket):
+				v = &v1.Pod{}
+			case string(statusesBucket):
+				v = &KeptStatus{}
+			default:
 				return nil
 			}
-			if err := json.Unmarshal(raw, &v1.Pod{}); err != nil {
-				return fmt.Errorf("record %q: %w", k, err)
+			if err := json.Unmarshal(raw, v); err != nil {
+				return fmt.Errorf("%s record %q: %w", name, k, err)
 			}
 			return nil
 		})
-	}); err != nil {
-		return err
-	}
-	return nil
+	})
 }
 
 // closeQuietly closes a damaged database, which may itself panic.
@@ -201,9 +209,15 @@ func (s *Store) Delete(namespace, name string) error {
 	})
 }
 
-// update hands apply to the committer and waits until its transaction is
-// committed.
+// update runs apply on the pods bucket in the committer's next transaction
+// (updateTx).
 func (s *Store) update(apply func(*bolt.Bucket) error) error {
+	return s.updateTx(func(tx *bolt.Tx) error { return apply(tx.Bucket(podsBucket)) })
+}
+
+// updateTx hands apply to the committer and waits until its transaction is
+// committed.
+func (s *Store) updateTx(apply func(*bolt.Tx) error) error {
 	w := &write{apply: apply, result: make(chan error, 1)}
 	s.mu.RLock()
 	if s.closed {
@@ -246,9 +260,8 @@ func (s *Store) commit(batch []*write) {
 	for len(batch) > 0 {
 		failed := -1
 		err := s.db.Update(func(tx *bolt.Tx) error {
-			b := tx.Bucket(podsBucket)
 			for i, w := range batch {
-				if err := w.apply(b); err != nil {
+				if err := w.apply(tx); err != nil {
 					failed = i
 					return err
 				}

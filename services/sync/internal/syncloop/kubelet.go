@@ -109,6 +109,10 @@ type Options struct {
 	PodCgroups PodCgroupRemover
 	// HostIPs are the node's IPs for pod statuses.
 	HostIPs []string
+	// KeptStatus returns the status a previous run of sync last generated
+	// for a pod (statuskeep), the old status of a pod's first sync after a
+	// restart; nil keeps none.
+	KeptStatus func(types.UID) (v1.PodStatus, bool)
 	// Admitter decides on new pods; nil admits all.
 	Admitter Admitter
 	// AdmissionFailurePolicy says what happens to a new pod when the

@@ -30,6 +30,28 @@ func (r reasons) Get(uid types.UID, name string) (status.WaitingReason, bool) {
 	return status.WaitingReason{Reason: w.Reason, Message: w.Message}, ok
 }
 
+// oldPodStatus is the status a pod's new status is generated from: the
+// last one generated (generated); after a restart of sync, the one its
+// previous run kept (statuskeep); else the status the pod came with from
+// its source.
+// Matches the kubelet's generateAPIPodStatus, which takes the status
+// manager's and falls back to pod.Status (the API server's copy), so that a
+// restarted kubelet keeps startTime and the conditions' transition times.
+func (k *Kubelet) oldPodStatus(pod *v1.Pod) (old v1.PodStatus, generated, ok bool) {
+	if old, ok := k.podManager.GetPodStatus(pod.UID); ok {
+		return old, true, true
+	}
+	if k.opts.KeptStatus != nil {
+		if kept, ok := k.opts.KeptStatus(pod.UID); ok {
+			return kept, false, true
+		}
+	}
+	if pod.Status.Phase != "" {
+		return pod.Status, false, true
+	}
+	return v1.PodStatus{}, false, false
+}
+
 // generateStatus reads the runtime's view of the pod, generates its API
 // status and publishes it. The read goes into the status cache.
 func (k *Kubelet) generateStatus(ctx context.Context, pod *v1.Pod, terminal bool) (*container.PodStatus, v1.PodStatus, error) {
@@ -149,7 +171,8 @@ func (k *Kubelet) publishStatus(ctx context.Context, pod *v1.Pod, podStatus *con
 	if k.opts.Prober != nil {
 		in.Readiness, in.Startup = k.opts.Prober.ReadinessResult, k.opts.Prober.StartupResult
 	}
-	if old, ok := k.podManager.GetPodStatus(pod.UID); ok {
+	old, generated, ok := k.oldPodStatus(pod)
+	if ok {
 		in.OldStatus = &old
 	}
 	apiStatus := status.GenerateAPIPodStatus(pod, podStatus, in)
@@ -162,9 +185,14 @@ func (k *Kubelet) publishStatus(ctx context.Context, pod *v1.Pod, podStatus *con
 	// for good runs again is dropped; an unchanged one is not republished.
 	if err := status.CheckContainerStateTransition(in.OldStatus, &apiStatus, pod.Spec.RestartPolicy); err != nil {
 		logctx.From(ctx).Error("dropping a pod status that goes backwards", zap.Error(err))
+		if !generated {
+			k.podManager.SetPodStatus(pod.UID, *in.OldStatus)
+		}
 		return *in.OldStatus
 	}
-	if status.NeedsUpdate(in.OldStatus, &apiStatus) {
+	// A status generated from one kept or given by the source is recorded
+	// even when equal to it: the pod manager has none of this run yet.
+	if !generated || status.NeedsUpdate(in.OldStatus, &apiStatus) {
 		k.podManager.SetPodStatus(pod.UID, apiStatus)
 	}
 	if apiStatus.Phase == v1.PodRunning {
