@@ -311,6 +311,10 @@ func (s *Stack) CRI() runtimeapi.RuntimeServiceClient {
 	return runtimeapi.NewRuntimeServiceClient(s.criConn)
 }
 
+// CRIConn is the launcher's connection to the gateway, for its other
+// services (the fake backend's FakeControlService).
+func (s *Stack) CRIConn() *grpc.ClientConn { return s.criConn }
+
 // Images is a client of the gateway's ImageService.
 func (s *Stack) Images() runtimeapi.ImageServiceClient {
 	return runtimeapi.NewImageServiceClient(s.criConn)

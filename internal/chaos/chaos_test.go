@@ -1,0 +1,570 @@
+//go:build chaos
+
+package chaos
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"connectrpc.com/connect"
+	"go.uber.org/zap/zaptest"
+	"google.golang.org/protobuf/types/known/durationpb"
+	"google.golang.org/protobuf/types/known/structpb"
+	v1 "k8s.io/api/core/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/splitlet/splitlet/internal/stack"
+	gatewayv1 "github.com/splitlet/splitlet/proto/splitlet/gateway/v1"
+	podv1 "github.com/splitlet/splitlet/proto/splitlet/pod/v1"
+	"github.com/splitlet/splitlet/proto/splitlet/pod/v1/podv1connect"
+)
+
+const (
+	namespace = "chaos"
+	pluginPkg = "github.com/splitlet/splitlet/services/admission/cmd/splitlet-plugin-image-allowlist"
+	// converge bounds each wait for the stack to settle.
+	converge = 2 * time.Minute
+)
+
+// size is the burst's pod count and the delete's (half of it); CHAOS_PODS
+// overrides the burst.
+func size(t *testing.T) int {
+	if v := os.Getenv("CHAOS_PODS"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 2 {
+			t.Fatalf("CHAOS_PODS=%q: want a number of pods, at least 2", v)
+		}
+		return n
+	}
+	return 200
+}
+
+// figures are what the suite reports.
+type figures struct {
+	pods, deleted, kills, pluginKills, faultsSet    int
+	lost, mismatches, duplicates, spurious, orphans int
+	convergeBurst, convergeRestart, convergeDelete  time.Duration
+	applyRetries, deleteRetries                     atomic.Int64
+}
+
+func TestChaos(t *testing.T) {
+	ctx := context.Background()
+	bin, cleanup, err := stack.Binaries(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cleanup)
+	dir, err := os.MkdirTemp("", "chaos")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	plugins := writePluginConfig(t, dir)
+
+	s, err := stack.Start(ctx, stack.Config{
+		BinDir:      bin,
+		Dir:         dir,
+		NodeName:    "chaos",
+		GatewayArgs: []string{"--log-level=warn", "--allowed-host-path=/"},
+		// The plugin fails open: a call that meets the plugin dead admits
+		// (its crash is the fault under test, not the pods' to pay for).
+		AdmissionConfig: fmt.Sprintf("node:\n  rootDir: %s\n  maxPods: 1000\neviction:\n  hard: {}\n  nodeFsRoot: %s\n  imageFsRoot: %s\n",
+			dir, dir, dir),
+		AdmissionArgs: []string{"--plugins-config=" + plugins, "--log-level=warn"},
+		SyncArgs: []string{
+			"--relist-interval=500ms",
+			"--resync-interval=2s",
+			"--crashloop-backoff-base=1s",
+			"--crashloop-backoff-max=2s",
+			"--log-level=info",
+		},
+		Logger: zaptest.NewLogger(t),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		s.Stop()
+		if t.Failed() {
+			for _, p := range s.Processes() {
+				t.Logf("last lines of %s:\n%s", p.LogPath, p.Tail(40))
+			}
+		}
+	})
+	c := &chaos{t: t, s: s, client: podClient(s.SyncURL()), f: &figures{pods: size(t)}}
+	c.f.deleted = c.f.pods / 2
+
+	// Phase 1: a burst under kills and faults.
+	c.setFaults(ctx)
+	names := podNames(c.f.pods)
+	c.underKills(ctx, []string{"sync", "admission", "gateway", "plugin"}, func() { c.applyAll(ctx, names) })
+	c.clearFaults(ctx)
+	c.f.convergeBurst = c.waitConverged(ctx, names, nil)
+
+	// Phase 2: restarts of splitlet alone (not the runtime) restart no
+	// container.
+	before := c.containers(ctx)
+	t0 := time.Now()
+	for _, name := range []string{"sync", "admission", "plugin"} {
+		c.kill(ctx, name)
+	}
+	c.waitConverged(ctx, names, nil)
+	c.f.convergeRestart = time.Since(t0)
+	after := c.containers(ctx)
+	for pod, id := range before {
+		if after[pod] != id {
+			c.f.spurious++
+			t.Errorf("pod %s: container %s became %s after restarts of splitlet alone", pod, id, after[pod])
+		}
+	}
+
+	// Phase 3: half the pods deleted under kills and faults.
+	gone, kept := names[:c.f.deleted], names[c.f.deleted:]
+	c.setFaults(ctx)
+	c.underKills(ctx, []string{"sync", "admission", "gateway", "plugin"}, func() { c.deleteAll(ctx, gone) })
+	c.clearFaults(ctx)
+	c.f.convergeDelete = c.waitConverged(ctx, kept, gone)
+
+	f := c.f
+	summary := fmt.Sprintf("chaos: pods %d, deleted %d, kills %d (%d of the plugin child), fault phases %d (10%% of CRI calls fail, 5 ms added to each); "+
+		"lost %d, status mismatches %d, duplicate sandboxes %d, spurious restarts %d, orphans %d; "+
+		"converged after the burst in %v, after splitlet restarts in %v, after the delete in %v; retries: apply %d, delete %d",
+		f.pods, f.deleted, f.kills, f.pluginKills, f.faultsSet, f.lost, f.mismatches, f.duplicates, f.spurious, f.orphans,
+		f.convergeBurst.Round(time.Millisecond), f.convergeRestart.Round(time.Millisecond), f.convergeDelete.Round(time.Millisecond),
+		f.applyRetries.Load(), f.deleteRetries.Load())
+	t.Log(summary)
+	fmt.Println(summary)
+	if f.lost+f.mismatches+f.duplicates+f.spurious+f.orphans > 0 {
+		t.Fatalf("the stack did not converge cleanly: %s", summary)
+	}
+}
+
+type chaos struct {
+	t      *testing.T
+	s      *stack.Stack
+	client podv1connect.PodServiceClient
+	f      *figures
+	// faulty says the fake runtime should be failing calls now.
+	faulty bool
+}
+
+func podClient(url string) podv1connect.PodServiceClient {
+	return podv1connect.NewPodServiceClient(http.DefaultClient, url)
+}
+
+func podNames(n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = fmt.Sprintf("p%04d", i)
+	}
+	return out
+}
+
+// writePluginConfig builds the image-allowlist plugin and writes a chain
+// file naming it with its checksum.
+func writePluginConfig(t *testing.T, dir string) string {
+	t.Helper()
+	bin := filepath.Join(dir, "image-allowlist")
+	if out, err := exec.Command("go", "build", "-o", bin, pluginPkg).CombinedOutput(); err != nil {
+		t.Fatalf("build the plugin: %v\n%s", err, out)
+	}
+	sum, err := exec.Command("sha256sum", bin).Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	conf := fmt.Sprintf(`plugins:
+  - name: image-allowlist
+    path: %s
+    sha256: %s
+    failurePolicy: Ignore
+    timeout: 1s
+    env:
+      SPLITLET_IMAGE_ALLOWLIST: "docker.io/library/,busybox"
+`, bin, strings.Fields(string(sum))[0])
+	path := filepath.Join(dir, "plugins.yaml")
+	if err := os.WriteFile(path, []byte(conf), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// underKills runs work while SIGKILLing the named processes one after the
+// other, each restarted before the next is killed, until work is done
+// (and each has been killed at least once).
+func (c *chaos) underKills(ctx context.Context, victims []string, work func()) {
+	done := make(chan struct{})
+	go func() { defer close(done); work() }()
+	for i := 0; ; i++ {
+		select {
+		case <-done:
+			if i >= len(victims) {
+				return
+			}
+		default:
+		}
+		c.kill(ctx, victims[i%len(victims)])
+		select {
+		case <-done:
+		case <-time.After(150 * time.Millisecond):
+		}
+	}
+}
+
+// kill SIGKILLs one process and brings it back: the stack's processes are
+// restarted by the test, the plugin child by admission on its next call.
+func (c *chaos) kill(ctx context.Context, name string) {
+	c.t.Helper()
+	if name == "plugin" {
+		pid := childPid(c.s.Admission.Pid(), "image-allowlist")
+		if pid == 0 {
+			return // not started yet, or already being restarted
+		}
+		if syscallKill(pid) == nil {
+			c.f.kills++
+			c.f.pluginKills++
+		}
+		return
+	}
+	c.f.kills++
+	var p *stack.Process
+	switch name {
+	case "sync":
+		p = c.s.Sync
+	case "admission":
+		p = c.s.Admission
+	case "gateway":
+		p = c.s.Gateway
+	}
+	p.Kill()
+	if err := p.Restart(ctx, 30*time.Second); err != nil {
+		c.t.Fatalf("restart %s: %v", name, err)
+	}
+	if name == "gateway" && c.faulty {
+		// The faults lived in the gateway that died.
+		c.setFaults(ctx)
+	}
+}
+
+// setFaults makes the fake runtime fail 10% of every CRI call and answer
+// each 5 ms late.
+func (c *chaos) setFaults(ctx context.Context) {
+	c.t.Helper()
+	if !c.faulty {
+		c.f.faultsSet++
+	}
+	c.faulty = true
+	c.control(ctx, []*gatewayv1.Fault{{Method: "*", ErrorRate: 0.1, Latency: durationpb.New(5 * time.Millisecond)}})
+}
+
+func (c *chaos) clearFaults(ctx context.Context) {
+	c.t.Helper()
+	c.faulty = false
+	c.control(ctx, nil)
+}
+
+func (c *chaos) control(ctx context.Context, faults []*gatewayv1.Fault) {
+	c.t.Helper()
+	ctrl := gatewayv1.NewFakeControlServiceClient(c.s.CRIConn())
+	err := retry(ctx, 30*time.Second, nil, func(ctx context.Context) error {
+		_, err := ctrl.SetFaults(ctx, &gatewayv1.SetFaultsRequest{Faults: faults})
+		return err
+	})
+	if err != nil {
+		c.t.Fatalf("SetFaults: %v", err)
+	}
+}
+
+// applyAll applies every pod, 8 callers at a time, each call retried while
+// sync is away (Apply of the same manifest is idempotent).
+func (c *chaos) applyAll(ctx context.Context, names []string) {
+	c.parallel(names, func(name string) {
+		manifest := fmt.Sprintf("apiVersion: v1\nkind: Pod\nmetadata: {name: %s, namespace: %s}\nspec:\n  terminationGracePeriodSeconds: 1\n  containers: [{name: app, image: busybox:1.36}]\n", name, namespace)
+		err := retry(ctx, converge, &c.f.applyRetries, func(ctx context.Context) error {
+			_, err := c.client.Apply(ctx, connect.NewRequest(&podv1.ApplyRequest{Manifest: manifest}))
+			return err
+		})
+		if err != nil {
+			c.t.Errorf("apply %s: %v", name, err)
+		}
+	})
+}
+
+// deleteAll deletes the pods, retried while sync is away; NotFound after a
+// retry means an earlier try went through.
+func (c *chaos) deleteAll(ctx context.Context, names []string) {
+	c.parallel(names, func(name string) {
+		err := retry(ctx, converge, &c.f.deleteRetries, func(ctx context.Context) error {
+			_, err := c.client.Delete(ctx, connect.NewRequest(&podv1.DeleteRequest{Namespace: namespace, Name: name}))
+			if connect.CodeOf(err) == connect.CodeNotFound {
+				return nil
+			}
+			return err
+		})
+		if err != nil {
+			c.t.Errorf("delete %s: %v", name, err)
+		}
+	})
+}
+
+func (c *chaos) parallel(names []string, do func(string)) {
+	work := make(chan string)
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			for name := range work {
+				do(name)
+			}
+		})
+	}
+	for _, n := range names {
+		work <- n
+	}
+	close(work)
+	wg.Wait()
+}
+
+// retry calls call until it succeeds, retrying while the server is away
+// or overloaded (Unavailable, Unknown transport errors, deadline) for up to
+// timeout; other errors are returned at once. retries counts the retries.
+func retry(ctx context.Context, timeout time.Duration, retries *atomic.Int64, call func(context.Context) error) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		err := call(cctx)
+		cancel()
+		if err == nil {
+			return nil
+		}
+		// A server killed mid-call shows as Unavailable, Unknown, a
+		// deadline, an EOF or a reset connection (which connect reports as
+		// Canceled though our context is not).
+		code := connect.CodeOf(err)
+		transient := code == connect.CodeUnavailable || code == connect.CodeUnknown || code == connect.CodeDeadlineExceeded ||
+			code == connect.CodeCanceled && ctx.Err() == nil ||
+			strings.Contains(err.Error(), "EOF") || strings.Contains(err.Error(), "connection reset")
+		if !transient || time.Now().After(deadline) {
+			return err
+		}
+		if retries != nil {
+			retries.Add(1)
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// state is the stack as the PodService and the runtime report it.
+type state struct {
+	pods       map[string]*v1.Pod
+	sandboxes  map[string][]*runtimeapi.PodSandbox // by pod UID, ready ones
+	containers map[string]*runtimeapi.Container    // by container ID, running ones
+	byUID      map[string]int                      // sandboxes and containers of any state per pod UID
+}
+
+func (c *chaos) read(ctx context.Context) (*state, error) {
+	st := &state{pods: map[string]*v1.Pod{}, sandboxes: map[string][]*runtimeapi.PodSandbox{},
+		containers: map[string]*runtimeapi.Container{}, byUID: map[string]int{}}
+	resp, err := c.client.List(ctx, connect.NewRequest(&podv1.ListRequest{Namespace: namespace}))
+	if err != nil {
+		return nil, err
+	}
+	for _, raw := range resp.Msg.GetPods() {
+		pod, err := toPod(raw)
+		if err != nil {
+			return nil, err
+		}
+		st.pods[pod.Name] = pod
+	}
+	cri := c.s.CRI()
+	sbs, err := cri.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{})
+	if err != nil {
+		return nil, err
+	}
+	for _, sb := range sbs.GetItems() {
+		uid := sb.GetLabels()["io.kubernetes.pod.uid"]
+		st.byUID[uid]++
+		if sb.GetState() == runtimeapi.PodSandboxState_SANDBOX_READY {
+			st.sandboxes[uid] = append(st.sandboxes[uid], sb)
+		}
+	}
+	ctrs, err := cri.ListContainers(ctx, &runtimeapi.ListContainersRequest{})
+	if err != nil {
+		return nil, err
+	}
+	for _, ct := range ctrs.GetContainers() {
+		st.byUID[ct.GetLabels()["io.kubernetes.pod.uid"]]++
+		if ct.GetState() == runtimeapi.ContainerState_CONTAINER_RUNNING {
+			st.containers[ct.GetId()] = ct
+		}
+	}
+	return st, nil
+}
+
+func toPod(raw *structpb.Struct) (*v1.Pod, error) {
+	data, err := json.Marshal(raw.AsMap())
+	if err != nil {
+		return nil, err
+	}
+	pod := &v1.Pod{}
+	return pod, json.Unmarshal(data, pod)
+}
+
+// check counts what is wrong with st for pods that should run (want) and
+// pods that should be gone (gone).
+func check(st *state, want, gone []string) (lost, mismatches, duplicates, orphans int, why []string) {
+	for _, name := range want {
+		pod, ok := st.pods[name]
+		if !ok {
+			lost++
+			why = append(why, name+": not listed")
+			continue
+		}
+		uid := string(pod.UID)
+		if n := len(st.sandboxes[uid]); n > 1 {
+			duplicates++
+			why = append(why, fmt.Sprintf("%s: %d ready sandboxes", name, n))
+		}
+		var cs *v1.ContainerStatus
+		if len(pod.Status.ContainerStatuses) == 1 {
+			cs = &pod.Status.ContainerStatuses[0]
+		}
+		running := pod.Status.Phase == v1.PodRunning && cs != nil && cs.State.Running != nil
+		id := ""
+		if cs != nil {
+			id = strings.TrimPrefix(cs.ContainerID, "splitlet-fake://")
+		}
+		ct, inRuntime := st.containers[id]
+		if !running || !inRuntime || ct.GetLabels()["io.kubernetes.pod.uid"] != uid || len(st.sandboxes[uid]) == 0 {
+			mismatches++
+			why = append(why, fmt.Sprintf("%s: phase %s, container %q running in the runtime %v, ready sandboxes %d",
+				name, pod.Status.Phase, id, inRuntime, len(st.sandboxes[uid])))
+		}
+	}
+	for _, name := range gone {
+		if pod, ok := st.pods[name]; ok {
+			orphans++
+			why = append(why, fmt.Sprintf("%s: still listed (%s)", name, pod.Status.Phase))
+		}
+	}
+	// Anything the runtime holds of a pod that is not listed is an orphan.
+	listed := map[string]bool{}
+	for _, p := range st.pods {
+		listed[string(p.UID)] = true
+	}
+	for uid, n := range st.byUID {
+		if !listed[uid] {
+			orphans++
+			why = append(why, fmt.Sprintf("pod UID %s: %d sandboxes and containers left in the runtime", uid, n))
+		}
+	}
+	return lost, mismatches, duplicates, orphans, why
+}
+
+// waitConverged waits until check finds nothing wrong and returns how long
+// it took; at the deadline it records what was still wrong.
+func (c *chaos) waitConverged(ctx context.Context, want, gone []string) time.Duration {
+	c.t.Helper()
+	t0 := time.Now()
+	deadline := t0.Add(converge)
+	tick := time.NewTicker(200 * time.Millisecond)
+	defer tick.Stop()
+	var why []string
+	for ; ; <-tick.C {
+		st, err := c.read(ctx)
+		if err == nil {
+			lost, mismatches, duplicates, orphans, w := check(st, want, gone)
+			why = w
+			if lost+mismatches+duplicates+orphans == 0 {
+				return time.Since(t0)
+			}
+			if time.Now().After(deadline) {
+				c.f.lost += lost
+				c.f.mismatches += mismatches
+				c.f.duplicates += duplicates
+				c.f.orphans += orphans
+				break
+			}
+		} else {
+			why = []string{err.Error()}
+			if time.Now().After(deadline) {
+				c.t.Fatalf("cannot read the stack's state: %v", err)
+			}
+		}
+	}
+	if len(why) > 10 {
+		why = append(why[:10], fmt.Sprintf("... and %d more", len(why)-10))
+	}
+	c.t.Errorf("not converged after %v:\n  %s", converge, strings.Join(why, "\n  "))
+	return converge
+}
+
+// containers maps each pod to its running container's ID.
+func (c *chaos) containers(ctx context.Context) map[string]string {
+	c.t.Helper()
+	st, err := c.read(ctx)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	out := map[string]string{}
+	for name, pod := range st.pods {
+		if len(pod.Status.ContainerStatuses) == 1 {
+			out[name] = pod.Status.ContainerStatuses[0].ContainerID
+		}
+	}
+	return out
+}
+
+// childPid finds the child of parent whose command line holds name.
+func childPid(parent int, name string) int {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return 0
+	}
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid ...: comm may hold spaces, so split after ')'.
+		rest := string(stat[strings.LastIndexByte(string(stat), ')')+1:])
+		fields := strings.Fields(rest)
+		if len(fields) < 2 || fields[1] != strconv.Itoa(parent) {
+			continue
+		}
+		cmdline, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if strings.Contains(string(cmdline), name) {
+			return pid
+		}
+	}
+	return 0
+}
+
+func syscallKill(pid int) error {
+	p, err := os.FindProcess(pid)
+	if err != nil {
+		return err
+	}
+	if err := p.Kill(); err != nil && !errors.Is(err, os.ErrProcessDone) {
+		return err
+	}
+	return nil
+}
