@@ -80,9 +80,11 @@ type Admitter struct {
 // (pkg/kubelet/kubelet.go) adds the eviction manager's admit handler first,
 // then sysctls and the resource allocation handler, then the predicate
 // handler with the CriticalPodAdmissionHandler, then AppArmor and the
-// shutdown manager; splitlet has no sysctl, device or AppArmor handlers of
-// its own (the runtime gateway's policy covers what it enforces), so the
-// configured plugins take the place of the handlers after the predicate.
+// shutdown manager. The sysctl allowlist is splitlet-sync's (every pod
+// passes it there, with or without admission); splitlet has no device or
+// AppArmor handlers of its own (the runtime gateway's policy covers what it
+// enforces), so the configured plugins take the place of the handlers
+// after the predicate.
 //
 // It returns an error wrapping errdefs.ErrInvalidArgument when opts.Node is
 // nil.

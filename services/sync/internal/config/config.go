@@ -16,6 +16,8 @@ import (
 
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
+
+	"github.com/splitlet/splitlet/services/sync/internal/sysctl"
 )
 
 // Defaults.
@@ -107,6 +109,10 @@ type Config struct {
 	// CgroupRoot is where cgroupfs is mounted; the cgroups of pods sync
 	// removed are removed under it. Empty removes none.
 	CgroupRoot string
+	// AllowedUnsafeSysctls are the sysctl names and patterns (ending in
+	// '*') pods may set beyond the safe ones (the kubelet's
+	// --allowed-unsafe-sysctls).
+	AllowedUnsafeSysctls []string
 }
 
 // hidden flags are parsed but left out of the usage text.
@@ -117,7 +123,7 @@ var hidden = map[string]bool{"crashloop-backoff-base": true, "crashloop-backoff-
 func Parse(args []string, output io.Writer) (Config, error) {
 	host, _ := os.Hostname()
 	cfg := Config{}
-	var nodeIPs, level, clusterDNS string
+	var nodeIPs, level, clusterDNS, unsafeSysctls string
 	fs := flag.NewFlagSet("splitlet-sync", flag.ContinueOnError)
 	fs.SetOutput(output)
 	fs.Usage = func() {
@@ -167,6 +173,7 @@ func Parse(args []string, output io.Writer) (Config, error) {
 	fs.StringVar(&clusterDNS, "cluster-dns", "", "comma-separated IPs of the cluster DNS servers for pods with dnsPolicy ClusterFirst (the kubelet's --cluster-dns); empty: such pods use the node's resolv.conf")
 	fs.StringVar(&cfg.ClusterDomain, "cluster-domain", "", "the cluster's DNS domain, e.g. cluster.local, searched by ClusterFirst pods (the kubelet's --cluster-domain)")
 	fs.StringVar(&cfg.CgroupRoot, "cgroup-root", "/sys/fs/cgroup", "where cgroupfs is mounted: the pod cgroups the runtime made for pods sync ran are removed under it once the pods are gone (the kubelet's cleanupOrphanedPodCgroups); empty leaves them")
+	fs.StringVar(&unsafeSysctls, "allowed-unsafe-sysctls", "", "comma-separated unsafe sysctls or sysctl patterns ending in '*' (e.g. 'kernel.msg*,net.core.somaxconn') pods may set besides the safe ones (the kubelet's --allowed-unsafe-sysctls); a pod setting any other sysctl fails with reason SysctlForbidden")
 	registerNode := fs.String("register-node", "", "register --node-name as a Node with a Lease in kube-node-lease (true or false; default true when --kubeconfig is set)")
 	nodeLabels := fs.String("node-labels", "", "comma-separated key=value labels added to the registered Node")
 	if err := fs.Parse(args); err != nil {
@@ -187,6 +194,12 @@ func Parse(args []string, output io.Writer) (Config, error) {
 				return Config{}, fmt.Errorf("--cluster-dns: %q is not an IP address", ip)
 			}
 			cfg.ClusterDNS = append(cfg.ClusterDNS, ip)
+		}
+	}
+	if unsafeSysctls != "" {
+		cfg.AllowedUnsafeSysctls = strings.Split(unsafeSysctls, ",")
+		if _, err := sysctl.NewAllowlist(cfg.AllowedUnsafeSysctls); err != nil {
+			return Config{}, fmt.Errorf("--allowed-unsafe-sysctls: %w", err)
 		}
 	}
 	cfg.RegisterNode = cfg.Kubeconfig != ""

@@ -63,6 +63,13 @@ func TestParse(t *testing.T) {
 		{desc: "HTTP source off by default, 20 s period", args: []string{"--node-name=n"}, check: func(c Config) bool {
 			return c.ManifestURL == "" && c.ManifestURLHeader == nil && c.HTTPCheckFrequency == 20*time.Second
 		}},
+		{desc: "no unsafe sysctls by default", args: []string{"--node-name=n"}, check: func(c Config) bool {
+			return c.AllowedUnsafeSysctls == nil
+		}},
+		{desc: "unsafe sysctls in the kubelet's format", args: []string{"--allowed-unsafe-sysctls=kernel.msg*,net.core.somaxconn"}, check: func(c Config) bool {
+			return len(c.AllowedUnsafeSysctls) == 2 && c.AllowedUnsafeSysctls[0] == "kernel.msg*" && c.AllowedUnsafeSysctls[1] == "net.core.somaxconn"
+		}},
+		{desc: "an unsafe sysctl not namespaced", args: []string{"--allowed-unsafe-sysctls=net.*,vm.swappiness"}, wantErr: `--allowed-unsafe-sysctls: sysctl pattern "vm.swappiness"`},
 		{desc: "bad manifest URL header", args: []string{"--manifest-url-header=novalue"}, wantErr: `"novalue" is not key:value`},
 		{desc: "cluster DNS not an IP", args: []string{"--cluster-dns=kube-dns"}, wantErr: `--cluster-dns: "kube-dns" is not an IP address`},
 		{desc: "bad node label", args: []string{"--node-labels=nokey"}, wantErr: "--node-labels"},

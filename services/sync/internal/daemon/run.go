@@ -49,6 +49,7 @@ import (
 	"github.com/splitlet/splitlet/services/sync/internal/statuskeep"
 	"github.com/splitlet/splitlet/services/sync/internal/store"
 	"github.com/splitlet/splitlet/services/sync/internal/syncloop"
+	"github.com/splitlet/splitlet/services/sync/internal/sysctl"
 )
 
 // shutdownTimeout bounds the HTTP server's graceful shutdown.
@@ -145,6 +146,10 @@ func Run(ctx context.Context, cfg config.Config) error {
 	if err != nil {
 		return err
 	}
+	sysctls, err := allowedSysctls(ctx, cfg.AllowedUnsafeSysctls)
+	if err != nil {
+		return err
+	}
 
 	finalizers := map[string]syncloop.Finalizer{source.APISourceName: apiSource}
 	var statusManager *apiserver.StatusManager
@@ -170,6 +175,7 @@ func Run(ctx context.Context, cfg config.Config) error {
 		Metrics:    syncloop.NewMetrics(reg),
 		Recorder:   recorder,
 		Prober:     probes,
+		Sysctls:    sysctls,
 		Admitter:   admitter,
 
 		AdmissionFailurePolicy: failurePolicy,
@@ -325,6 +331,21 @@ func machineMemory() int64 {
 		}
 	}
 	return 0
+}
+
+// allowedSysctls are the sysctls pods may set: the safe ones of the running
+// kernel and the operator's unsafe ones, as the kubelet's NewMainKubelet
+// builds its sysctl allowlist.
+func allowedSysctls(ctx context.Context, unsafe []string) (*sysctl.Allowlist, error) {
+	kernel, err := sysctl.KernelVersion()
+	if err != nil {
+		logctx.From(ctx).Warn("kernel version unknown: only the sysctls safe in every kernel are allowed", zap.Error(err))
+	}
+	w, err := sysctl.NewAllowlist(append(sysctl.SafeSysctlAllowlist(kernel), unsafe...))
+	if err != nil {
+		return nil, fmt.Errorf("--allowed-unsafe-sysctls: %w", err)
+	}
+	return w, nil
 }
 
 // podCgroups returns the remover of pod cgroups under root, or nil (no

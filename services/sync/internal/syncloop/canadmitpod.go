@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/splitlet/splitlet/services/sync/internal/logctx"
+	"github.com/splitlet/splitlet/services/sync/internal/sysctl"
 )
 
 // admitOutcome is what canAdmitPod decided.
@@ -98,6 +99,7 @@ func (k *Kubelet) admitWith(ctx context.Context, pod *v1.Pod, res AdmitResult, e
 // every pod of the run gets what a failed Admit gives it (the failure
 // policy) rather than one more call each to a service that is not there.
 func (k *Kubelet) admitPods(ctx context.Context, pods []*v1.Pod) {
+	pods = k.rejectForbiddenSysctls(ctx, pods)
 	batch, canBatch := k.opts.Admitter.(BatchAdmitter)
 	for len(pods) > 0 {
 		if !canBatch || len(pods) == 1 {
@@ -137,6 +139,28 @@ func (k *Kubelet) admitPods(ctx context.Context, pods []*v1.Pod) {
 		}
 		pods = pods[decided:]
 	}
+}
+
+// rejectForbiddenSysctls fails, with the kubelet's SysctlForbidden
+// rejection, the pods setting a sysctl Options.Sysctls does not allow, and
+// returns the others in order. It is the kubelet's sysctl admit handler
+// (patternAllowlist.Admit), applied by sync rather than by the Admitter:
+// it guards what sync hands the runtime, so it holds whichever admitter
+// runs, AlwaysAdmit included, and when admission is down under policy
+// Ignore. Every new pod passes here before canAdmitPod; a pod admission
+// retries has passed already, and its sysctls cannot change. The kubelet
+// runs the eviction handler first, so a pod refused for both is Evicted
+// there and SysctlForbidden here.
+func (k *Kubelet) rejectForbiddenSysctls(ctx context.Context, pods []*v1.Pod) []*v1.Pod {
+	allowed := make([]*v1.Pod, 0, len(pods))
+	for _, pod := range pods {
+		if err := k.opts.Sysctls.Validate(pod); err != nil {
+			k.rejectPod(ctx, pod, sysctl.ForbiddenReason, err.Error())
+			continue
+		}
+		allowed = append(allowed, pod)
+	}
+	return allowed
 }
 
 // activePods are the pods the new pod must fit beside, as the kubelet's

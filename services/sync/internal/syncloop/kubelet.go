@@ -6,8 +6,10 @@
 // SyncPod, SyncTerminatingPod and SyncTerminatedPod (sync.go), which drive
 // the runtime through kuberuntime and publish the pod's status.
 //
-// New pods are admitted before their workers start (canadmitpod.go): the
-// Admitter (splitlet-admission through internal/admission, or AlwaysAdmit)
+// New pods are admitted before their workers start (canadmitpod.go): sync
+// itself refuses pods setting sysctls the node does not allow
+// (SysctlForbidden), then the Admitter (splitlet-admission through
+// internal/admission, or AlwaysAdmit)
 // may reject a pod (rejectPod), name preemption victims, which are killed
 // with the kubelet's preemption status first (killpodnow.go), or fail, in
 // which case the pod waits with status reason AdmissionUnavailable and is
@@ -37,6 +39,7 @@ import (
 	"github.com/splitlet/splitlet/services/sync/internal/podmanager"
 	"github.com/splitlet/splitlet/services/sync/internal/prober"
 	"github.com/splitlet/splitlet/services/sync/internal/source"
+	"github.com/splitlet/splitlet/services/sync/internal/sysctl"
 	"github.com/splitlet/splitlet/services/sync/internal/worker"
 )
 
@@ -113,6 +116,11 @@ type Options struct {
 	// for a pod (statuskeep), the old status of a pod's first sync after a
 	// restart; nil keeps none.
 	KeptStatus func(types.UID) (v1.PodStatus, bool)
+	// Sysctls are the sysctls pods may set (the safe ones and the
+	// operator's --allowed-unsafe-sysctls); sync refuses every other new
+	// pod before asking the Admitter (rejectForbiddenSysctls). Nil allows
+	// the safe sysctls of the running kernel.
+	Sysctls *sysctl.Allowlist
 	// Admitter decides on new pods; nil admits all.
 	Admitter Admitter
 	// AdmissionFailurePolicy says what happens to a new pod when the
@@ -222,6 +230,10 @@ type Kubelet struct {
 func New(opts Options, config *source.PodConfig, podManager *podmanager.Manager, rt Runtime, cri runtimeapi.RuntimeServiceClient) *Kubelet {
 	if opts.Admitter == nil {
 		opts.Admitter = AlwaysAdmit{}
+	}
+	if opts.Sysctls == nil {
+		kernel, _ := sysctl.KernelVersion() // unknown: the sysctls safe in every kernel
+		opts.Sysctls, _ = sysctl.NewAllowlist(sysctl.SafeSysctlAllowlist(kernel))
 	}
 	if opts.Metrics == nil {
 		opts.Metrics = NewMetrics(nil)
