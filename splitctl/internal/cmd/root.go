@@ -53,6 +53,8 @@ type globals struct {
 	namespace  string
 	configPath string
 	verbosity  int
+	// retryTimeout bounds the retries of a call while the server is away.
+	retryTimeout time.Duration
 }
 
 // client resolves the server address and returns a PodService client.
@@ -66,7 +68,7 @@ func (g *globals) client(ctx context.Context) (podv1connect.PodServiceClient, er
 		return nil, err
 	}
 	logctx.From(ctx).Debug("server", zap.String("address", addr), zap.String("from", string(src)))
-	return client.New(addr, g.env.HTTPClient), nil
+	return client.New(addr, g.env.HTTPClient, g.retryTimeout), nil
 }
 
 // NewRootCommand builds the command tree.
@@ -97,6 +99,7 @@ then ` + client.DefaultServer + `.`,
 	pf.StringVarP(&g.namespace, "namespace", "n", "default", "The namespace scope for this request")
 	pf.StringVar(&g.configPath, "config", "", "Path to the splitctl config file (env "+client.ConfigEnv+"; default ~/.config/splitlet/config.yaml)")
 	pf.IntVarP(&g.verbosity, "v", "v", 0, "Log level for debug output on stderr")
+	pf.DurationVar(&g.retryTimeout, "retry-timeout", client.DefaultRetryTimeout, "How long a call is retried while splitlet-sync is away (restarting); 0 never retries")
 
 	root.AddCommand(
 		newApplyCommand(g),
