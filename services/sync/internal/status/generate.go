@@ -5,6 +5,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/splitlet/splitlet/services/admission/qos"
 	"github.com/splitlet/splitlet/services/sync/internal/container"
@@ -126,11 +127,33 @@ func GenerateAPIPodStatus(pod *v1.Pod, podStatus *container.PodStatus, in Inputs
 	return *s
 }
 
+// podIPsOrOld keeps a pod's IPs once its sandboxes have stopped: the
+// runtime reports none for a stopped sandbox, and a Completed pod would
+// lose its IP. Matches the kubelet's GenericPLEG.getPodIPs, which keeps the
+// older cached status' IPs when the new status has none and no sandbox is
+// ready; the old API status stands in for the cache here, so the IPs also
+// survive a restart of sync.
+func podIPsOrOld(podStatus *container.PodStatus, old *v1.PodStatus) []string {
+	if len(podStatus.IPs) != 0 || old == nil || len(old.PodIPs) == 0 {
+		return podStatus.IPs
+	}
+	for _, sb := range podStatus.SandboxStatuses {
+		if sb.GetState() == runtimeapi.PodSandboxState_SANDBOX_READY {
+			return podStatus.IPs
+		}
+	}
+	ips := make([]string, len(old.PodIPs))
+	for i, ip := range old.PodIPs {
+		ips[i] = ip.IP
+	}
+	return ips
+}
+
 // convertStatusToAPIStatus matches the kubelet's function of the same name:
 // pod IPs, QoS class, and the three lists of container statuses.
 func convertStatusToAPIStatus(pod *v1.Pod, podStatus *container.PodStatus, old *v1.PodStatus, in *Inputs) *v1.PodStatus {
 	var s v1.PodStatus
-	for _, ip := range sortPodIPs(podStatus.IPs, in.HostIPs) {
+	for _, ip := range sortPodIPs(podIPsOrOld(podStatus, old), in.HostIPs) {
 		s.PodIPs = append(s.PodIPs, v1.PodIP{IP: ip})
 	}
 	if len(s.PodIPs) > 0 {

@@ -1,6 +1,7 @@
 package status
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -612,5 +613,34 @@ func TestGenerateKeepsForeignConditions(t *testing.T) {
 	}
 	if pod.Status.Conditions[1].Reason != "stale" {
 		t.Error("GenerateAPIPodStatus modified the pod")
+	}
+}
+
+// A pod whose sandbox stopped (Completed, Failed) keeps the IPs it had: the
+// runtime reports none for a stopped sandbox (kubelet GenericPLEG.getPodIPs).
+func TestStoppedPodKeepsItsIPs(t *testing.T) {
+	old := &v1.PodStatus{PodIP: "10.0.0.5", PodIPs: []v1.PodIP{{IP: "10.0.0.5"}}}
+	for _, tc := range []struct {
+		desc       string
+		sandbox    runtimeapi.PodSandboxState
+		runtimeIPs []string
+		old        *v1.PodStatus
+		want       string
+	}{
+		{desc: "sandbox stopped, no IPs: the old ones", sandbox: runtimeapi.PodSandboxState_SANDBOX_NOTREADY, old: old, want: "10.0.0.5"},
+		{desc: "sandbox stopped, no old IPs: none", sandbox: runtimeapi.PodSandboxState_SANDBOX_NOTREADY, want: ""},
+		{desc: "sandbox ready with a new IP: the new one", sandbox: runtimeapi.PodSandboxState_SANDBOX_READY, runtimeIPs: []string{"10.0.0.9"}, old: old, want: "10.0.0.9"},
+		{desc: "sandbox ready without IPs: none (the runtime says so)", sandbox: runtimeapi.PodSandboxState_SANDBOX_READY, old: old, want: ""},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			pod := newPod(v1.RestartPolicyNever, "a")
+			ps := rt(exited("a", "a1", 0, 0, 0))
+			ps.IPs = tc.runtimeIPs
+			ps.SandboxStatuses[0].State = tc.sandbox
+			s := GenerateAPIPodStatus(pod, ps, Inputs{Clock: &fixedClock{now: t0}, OldStatus: tc.old})
+			if s.PodIP != tc.want || len(s.PodIPs) != len(strings.Fields(tc.want)) {
+				t.Errorf("podIP %q podIPs %v, want %q", s.PodIP, s.PodIPs, tc.want)
+			}
+		})
 	}
 }
