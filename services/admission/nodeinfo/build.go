@@ -1,6 +1,7 @@
 package nodeinfo
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"maps"
@@ -20,11 +21,40 @@ const (
 	betaLabelArch = "beta.kubernetes.io/arch"
 )
 
+// AgentLabel marks a node run by splitlet (value AgentLabelValue), so pods
+// can select splitlet's nodes.
+const (
+	AgentLabel      = "splitlet.dev/agent"
+	AgentLabelValue = "splitlet"
+)
+
+// Labels returns the labels of the node whose kubernetes.io/hostname is
+// hostname: the kubelet's initialNode labels (hostname, OS and arch, with
+// the deprecated beta OS and arch), splitlet's AgentLabel, then configured
+// (--node-labels), which win. Admission's node and the Node sync registers
+// both take their labels from here, so a pod's node selector or affinity
+// means the same to the scheduler and to admission.
+func Labels(hostname string, configured map[string]string) map[string]string {
+	labels := map[string]string{
+		v1.LabelHostname:   hostname,
+		v1.LabelOSStable:   runtime.GOOS,
+		v1.LabelArchStable: runtime.GOARCH,
+		betaLabelOS:        runtime.GOOS,
+		betaLabelArch:      runtime.GOARCH,
+		AgentLabel:         AgentLabelValue,
+	}
+	maps.Copy(labels, configured)
+	return labels
+}
+
 // Build returns the node object described by cfg, measuring what cfg does
 // not set. Errors wrap errdefs.ErrInvalidArgument for bad configuration.
 func Build(cfg Config) (*v1.Node, error) {
 	cfg = cfg.withDefaults()
-	hostname, err := getHostname(cfg.Hostname)
+	// The kubelet's node name and hostname label are both its
+	// --hostname-override; NodeName is splitlet's, so it is the hostname
+	// unless one is set apart.
+	hostname, err := getHostname(cmp.Or(cfg.Hostname, cfg.NodeName))
 	if err != nil {
 		return nil, err
 	}
@@ -50,15 +80,7 @@ func Build(cfg Config) (*v1.Node, error) {
 	allocatable := allocatableFrom(capacity, cfg.SystemReserved, cfg.KubeReserved, eviction)
 	maps.Copy(allocatable, cfg.Allocatable)
 
-	// Labels as the kubelet's initialNode sets them; configured ones win.
-	labels := map[string]string{
-		v1.LabelHostname:   hostname,
-		v1.LabelOSStable:   runtime.GOOS,
-		v1.LabelArchStable: runtime.GOARCH,
-		betaLabelOS:        runtime.GOOS,
-		betaLabelArch:      runtime.GOARCH,
-	}
-	maps.Copy(labels, cfg.Labels)
+	labels := Labels(hostname, cfg.Labels)
 
 	sgp := cfg.SupplementalGroupsPolicy
 	return &v1.Node{

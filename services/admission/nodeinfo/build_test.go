@@ -170,6 +170,7 @@ func TestBuildMetadata(t *testing.T) {
 		{desc: "beta arch label", got: node.Labels["beta.kubernetes.io/arch"], want: runtime.GOARCH},
 		{desc: "configured label wins over a standard one", got: node.Labels[v1.LabelArchStable], want: "custom"},
 		{desc: "configured label added", got: node.Labels["zone"], want: "z1"},
+		{desc: "splitlet's agent label", got: node.Labels[AgentLabel], want: AgentLabelValue},
 		{desc: "node info os", got: node.Status.NodeInfo.OperatingSystem, want: runtime.GOOS},
 	}
 	for _, tc := range tests {
@@ -188,6 +189,37 @@ func TestBuildMetadata(t *testing.T) {
 	named, err := Build(Config{Hostname: "h", NodeName: "explicit", ProcRoot: procRoot, SysRoot: sysRoot, RootDir: t.TempDir()})
 	if err != nil || named.Name != "explicit" || named.Labels[v1.LabelHostname] != "h" {
 		t.Errorf("explicit NodeName: got name %q hostname label %q err %v", named.Name, named.Labels[v1.LabelHostname], err)
+	}
+}
+
+// The kubernetes.io/hostname label follows the node name, as the
+// kubelet's --hostname-override names the node and labels it: a pod
+// selecting the node sync registers by hostname is admitted.
+func TestBuildHostnameFollowsNodeName(t *testing.T) {
+	procRoot, sysRoot := fakeMachine(t, "")
+	machine, err := getHostname("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		desc               string
+		nodeName, hostname string
+		wantName, wantHost string
+	}{
+		{desc: "neither: the machine's hostname", wantName: machine, wantHost: machine},
+		{desc: "a node name is the hostname too", nodeName: "node-b", wantName: "node-b", wantHost: "node-b"},
+		{desc: "a hostname alone names the node", hostname: "Host-C", wantName: "host-c", wantHost: "host-c"},
+		{desc: "both set apart", nodeName: "node-b", hostname: "host-c", wantName: "node-b", wantHost: "host-c"},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			node, err := Build(Config{NodeName: tc.nodeName, Hostname: tc.hostname, ProcRoot: procRoot, SysRoot: sysRoot, RootDir: t.TempDir()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if node.Name != tc.wantName || node.Labels[v1.LabelHostname] != tc.wantHost {
+				t.Errorf("name %q, hostname label %q; want %q, %q", node.Name, node.Labels[v1.LabelHostname], tc.wantName, tc.wantHost)
+			}
+		})
 	}
 }
 

@@ -19,10 +19,12 @@ var DefaultEvictionHard = map[string]string{
 
 // Config describes the node. Zero values take the kubelet's defaults.
 type Config struct {
-	// Hostname overrides the machine's hostname (--hostname-override). It is
-	// trimmed and lowercased, and is the kubernetes.io/hostname label.
+	// Hostname is the kubernetes.io/hostname label, trimmed and
+	// lowercased; empty means NodeName, else the machine's hostname.
 	Hostname string
-	// NodeName is the node object's name; empty means the hostname.
+	// NodeName is the node object's name, and its hostname unless Hostname
+	// is set (the kubelet's --hostname-override, which names the node and
+	// is its kubernetes.io/hostname); empty means the machine's hostname.
 	NodeName string
 	// Labels are added to the standard labels and win over them
 	// (--node-labels).

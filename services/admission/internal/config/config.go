@@ -151,7 +151,7 @@ func Load(args []string, output io.Writer) (Config, error) {
 	}
 	path := fs.String("config", "", "YAML configuration file; flags below override its fields")
 	listen := fs.String("listen", DefaultListen, "TCP address serving AdmissionService (gRPC and Connect, h2c), gRPC health and /metrics")
-	nodeName := fs.String("node-name", "", "the node's name (node.name); default: the hostname")
+	nodeName := fs.String("node-name", "", "the node's name and kubernetes.io/hostname label, as sync's --node-name (node.name); default: the hostname")
 	plugins := fs.String("plugins-config", "", "admission plugin chain file (pluginsConfig); empty: built-in handlers only")
 	logLevel := fs.String("log-level", "info", "least severe log level written: debug, info, warn or error")
 	profiling := fs.Bool("profiling", false, "serve Go's pprof profiles under /debug/pprof/ on the --listen address, beside /metrics (profiling)")

@@ -15,12 +15,13 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/util/retry"
 
+	"github.com/splitlet/splitlet/services/admission/nodeinfo"
 	"github.com/splitlet/splitlet/services/sync/internal/logctx"
 )
 
 // Taint keeps pods that do not tolerate it off splitlet's nodes: only pods
 // that ask for splitlet land there.
-var Taint = v1.Taint{Key: "splitlet.dev/agent", Value: "splitlet", Effect: v1.TaintEffectNoSchedule}
+var Taint = v1.Taint{Key: nodeinfo.AgentLabel, Value: nodeinfo.AgentLabelValue, Effect: v1.TaintEffectNoSchedule}
 
 // LeaseNamespace holds the node leases, as for kubelets.
 const LeaseNamespace = "kube-node-lease"
@@ -42,7 +43,8 @@ type ReportFunc func(ctx context.Context) (NodeReport, error)
 type NodeOptions struct {
 	// Name of the Node; splitlet's --node-name.
 	Name string
-	// Labels added to the defaults (kubernetes.io/hostname, os, arch).
+	// Labels added to the defaults (nodeinfo.Labels: kubernetes.io/hostname,
+	// os, arch, splitlet.dev/agent), which they win over.
 	Labels map[string]string
 	// Report gives capacity, allocatable and pressure conditions; nil
 	// reports none.
@@ -117,17 +119,13 @@ func (r *NodeRegistrar) Run(ctx context.Context) {
 }
 
 // node builds the desired Node. Matches the kubelet's initialNode, with
-// splitlet's taint in place of --register-with-taints.
+// splitlet's taint in place of --register-with-taints. Its name is its
+// kubernetes.io/hostname, as the kubelet's --hostname-override is both;
+// the labels are admission's (nodeinfo.Labels), so admission judges pods
+// against the labels the scheduler saw.
 func (r *NodeRegistrar) node(ctx context.Context) (*v1.Node, error) {
-	labels := map[string]string{
-		v1.LabelHostname:     r.opts.Name,
-		v1.LabelOSStable:     runtime.GOOS,
-		v1.LabelArchStable:   runtime.GOARCH,
-		"splitlet.dev/agent": "splitlet",
-	}
-	maps.Copy(labels, r.opts.Labels)
 	n := &v1.Node{
-		ObjectMeta: metav1.ObjectMeta{Name: r.opts.Name, Labels: labels},
+		ObjectMeta: metav1.ObjectMeta{Name: r.opts.Name, Labels: nodeinfo.Labels(r.opts.Name, r.opts.Labels)},
 		Spec:       v1.NodeSpec{Taints: []v1.Taint{Taint}},
 	}
 	if err := r.fillStatus(ctx, n); err != nil {

@@ -3,6 +3,7 @@ package apiserver
 import (
 	"context"
 	"errors"
+	"maps"
 	"testing"
 	"time"
 
@@ -11,6 +12,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
+
+	"github.com/splitlet/splitlet/services/admission/nodeinfo"
 )
 
 func report(context.Context) (NodeReport, error) {
@@ -65,6 +68,15 @@ func TestRegister(t *testing.T) {
 			}
 			if n.Labels[v1.LabelHostname] != "n1" || n.Labels["zone"] != "z" {
 				t.Errorf("labels %v", n.Labels)
+			}
+			// One node object: the labels admission judges pods by, for a
+			// node named n1 with the same --node-labels.
+			want := nodeinfo.Labels("n1", map[string]string{"zone": "z"})
+			if tc.existing != nil {
+				want["keep"] = "me"
+			}
+			if !maps.Equal(n.Labels, want) {
+				t.Errorf("labels %v, want admission's %v", n.Labels, want)
 			}
 			if tc.existing != nil && n.Labels["keep"] != "me" {
 				t.Errorf("existing label lost: %v", n.Labels)
