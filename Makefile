@@ -18,7 +18,7 @@ export PATH := $(TOOLBIN):$(PATH)
 
 # Every module of the workspace, as go.work lists them.
 MODULES := $(shell sed -n 's|^[[:space:]]*\./||p' go.work)
-GO_TEST_FLAGS ?= -count=1
+GO_TEST_FLAGS ?= -count=1 -race
 
 # make run: the launcher's flags from the environment (splitlet-stack -h).
 SPLITLET_CACHE ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/splitlet
@@ -60,7 +60,7 @@ lint: ## buf lint and go vet over every module.
 	buf lint
 	for m in $(MODULES); do (cd $$m && go vet ./...); done
 
-test: ## Every test that needs no root and no runtime.
+test: ## Every test that needs no root and no runtime, under the race detector.
 	for m in $(MODULES); do (cd $$m && go test $(GO_TEST_FLAGS) ./...); done
 
 e2e: ## Real containerd through the gateway (installs containerd, runc, busybox).
