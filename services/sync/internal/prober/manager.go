@@ -190,6 +190,20 @@ func (m *Manager) getWorker(uid types.UID, name string, pt probeType) (*worker, 
 	return w, ok
 }
 
+// triggerReadiness asks the container's readiness worker, if it has one,
+// to probe now; it reports whether there is one. It never blocks: a
+// trigger already pending is enough.
+func (m *Manager) triggerReadiness(uid types.UID, name string) bool {
+	w, ok := m.getWorker(uid, name, readiness)
+	if ok {
+		select {
+		case w.manualTriggerCh <- struct{}{}:
+		default:
+		}
+	}
+	return ok
+}
+
 // removeWorker forgets w when it exits, unless a newer worker already
 // took its key.
 func (m *Manager) removeWorker(w *worker) {
@@ -274,15 +288,9 @@ func (m *Manager) isContainerReady(pod *v1.Pod, cs *v1.ContainerStatus, spec *v1
 	if r, ok := m.readiness.Get(parseContainerID(cs.ContainerID)); ok && r == kuberuntime.ProbeSuccess {
 		return true
 	}
-	w, exists := m.getWorker(pod.UID, cs.Name, readiness)
-	if exists {
-		// Probe now rather than at the next period, so a container that
-		// just started becomes ready as soon as it can.
-		select {
-		case w.manualTriggerCh <- struct{}{}:
-		default:
-		}
-	}
+	// Probe now rather than at the next period, so a container that just
+	// started becomes ready as soon as it can.
+	exists := m.triggerReadiness(pod.UID, cs.Name)
 	ready := !exists
 	if spec != nil && m.startedBeforeRestart(cs) {
 		ready = m.readyStateOnRestart(pod, cs, spec, ready)

@@ -124,6 +124,9 @@ func (w *worker) run() {
 			return
 		case <-ticker.C:
 		case <-w.manualTriggerCh:
+			// As the kubelet's worker.run: the next periodic probe is a
+			// full period after this one.
+			ticker.Reset(period)
 		}
 	}
 }
@@ -214,7 +217,7 @@ func (w *worker) doProbe() (keepGoing bool) {
 		return true
 	}
 
-	if c.Started != nil && *c.Started {
+	if w.isStarted(&c) {
 		// A started container needs no startup probe; the worker stays
 		// for the next instance.
 		if w.probeType == startup {
@@ -251,7 +254,29 @@ func (w *worker) doProbe() (keepGoing bool) {
 		w.onHold = true
 		w.resultRun = 0
 	}
+	if w.probeType == startup && result == kuberuntime.ProbeSuccess {
+		// The container has started: its readiness probe runs now, not
+		// up to a period later. In the kubelet, the sync that follows a
+		// startup result (syncLoopIteration: SetContainerStartup, then
+		// handleProbeSync) regenerates the status, and UpdatePodStatus
+		// triggers the readiness worker of a started container that is
+		// not ready yet.
+		w.m.triggerReadiness(w.pod.UID, w.container.Name)
+	}
 	return true
+}
+
+// isStarted reports whether the container counts as started: its status
+// says so, or this instance's startup probe has succeeded and the status
+// saying so is not published yet (the kubelet's SetContainerStartup marks
+// the status started before the sync that triggers readiness; here the
+// status comes with that sync).
+func (w *worker) isStarted(c *v1.ContainerStatus) bool {
+	if c.Started != nil && *c.Started {
+		return true
+	}
+	r, ok := w.m.startup.Get(w.containerID)
+	return ok && r == kuberuntime.ProbeSuccess
 }
 
 func findStatus(statuses []v1.ContainerStatus, name string) (v1.ContainerStatus, bool) {
