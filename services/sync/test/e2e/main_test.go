@@ -19,6 +19,10 @@ func TestMain(m *testing.M) {
 	os.Exit(run(m))
 }
 
+// launched is the stack TestMain started (nil when the environment named
+// one), for the tests that kill and restart its processes.
+var launched *stack.Stack
+
 func run(m *testing.M) int {
 	endpoint := os.Getenv(stack.EnvContainerd)
 	if endpoint == "" || os.Getenv("SPLITLET_SYNC_ADDR") != "" {
@@ -41,6 +45,7 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, "start the stack:", err)
 		return 1
 	}
+	launched = s
 	os.Setenv("SPLITLET_SYNC_ADDR", s.SyncAddr)
 	os.Setenv("SPLITLET_GATEWAY_ENDPOINT", "unix://"+s.GatewaySocket)
 	os.Setenv("SPLITLET_POD_LOGS_ROOT", s.LogsDir)

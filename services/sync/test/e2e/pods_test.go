@@ -3,6 +3,8 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -108,6 +110,7 @@ func TestPodsOnContainerd(t *testing.T) {
 	t.Run("exec", func(t *testing.T) { testExec(t, e) })
 	t.Run("logs-previous-and-tail", func(t *testing.T) { testLogsPreviousAndTail(t, e) })
 	t.Run("logs-follow", func(t *testing.T) { testLogsFollow(t, e) })
+	t.Run("sync-crash", func(t *testing.T) { testSyncCrash(t, e) })
 	t.Run("delete", func(t *testing.T) { testDelete(t, e) })
 }
 
@@ -396,4 +399,73 @@ func podCgroups(uid string) []string {
 		dirs = append(dirs, m...)
 	}
 	return dirs
+}
+
+// testSyncCrash: sync killed with SIGKILL and restarted on containerd keeps
+// the pod's startTime, its conditions' transition times and its containers
+// (same IDs, no restart), as a restarted kubelet does.
+func testSyncCrash(t *testing.T, e *env) {
+	if launched == nil {
+		t.Skip("the stack was named by the environment (SPLITLET_SYNC_ADDR), not started by this test: it cannot kill sync")
+	}
+	before := e.waitPod(t, "init-app", 30*time.Second, "Running and Ready", func(p *v1.Pod) bool {
+		for _, c := range p.Status.Conditions {
+			if c.Type == v1.PodReady {
+				return c.Status == v1.ConditionTrue
+			}
+		}
+		return false
+	})
+	waitFor(t, 10*time.Second, "statuses kept", func() (bool, string) {
+		v, err := syncMetric(launched.SyncURL(), "splitlet_status_keeper_unsaved_changes")
+		return err == nil && v == 0, fmt.Sprint(v, err)
+	})
+	before = e.get(t, "init-app")
+	launched.Sync.Kill()
+	if err := launched.Sync.Restart(t.Context(), 30*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	after := e.waitPod(t, "init-app", 30*time.Second, "Running after the restart", func(p *v1.Pod) bool { return p.Status.Phase == v1.PodRunning })
+	if !after.Status.StartTime.Equal(before.Status.StartTime) {
+		t.Errorf("startTime %v after the restart, was %v", after.Status.StartTime, before.Status.StartTime)
+	}
+	for _, c := range before.Status.Conditions {
+		found := false
+		for _, n := range after.Status.Conditions {
+			if n.Type == c.Type {
+				found = true
+				if n.Status != c.Status || !n.LastTransitionTime.Equal(&c.LastTransitionTime) {
+					t.Errorf("condition %s = %s at %v after the restart, was %s at %v", c.Type, n.Status, n.LastTransitionTime, c.Status, c.LastTransitionTime)
+				}
+			}
+		}
+		if !found {
+			t.Errorf("condition %s missing after the restart", c.Type)
+		}
+	}
+	for _, name := range []string{"init", "app"} {
+		b, a := status(before, name), status(after, name)
+		if a == nil || a.ContainerID != b.ContainerID || a.RestartCount != b.RestartCount {
+			t.Errorf("container %s = %+v after the restart, was %+v", name, a, b)
+		}
+	}
+}
+
+// syncMetric reads one unlabelled sample from sync's /metrics.
+func syncMetric(base, name string) (float64, error) {
+	resp, err := http.Get(base + "/metrics")
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return 0, err
+	}
+	for _, line := range strings.Split(string(raw), "\n") {
+		if v, ok := strings.CutPrefix(line, name+" "); ok {
+			return strconv.ParseFloat(v, 64)
+		}
+	}
+	return 0, fmt.Errorf("no %s in /metrics", name)
 }
