@@ -38,6 +38,7 @@ require (
 	github.com/oklog/run v1.1.0 // indirect
 	github.com/prometheus/client_golang v1.25.0
 	github.com/splitlet/splitlet/proto v0.0.0
+	github.com/splitlet/splitlet/services/admission/plugin v0.0.0
 	github.com/x448/float16 v0.8.4 // indirect
 	go.uber.org/multierr v1.10.0 // indirect
 	go.yaml.in/yaml/v2 v2.4.4
@@ -58,3 +59,5 @@ require (
 )
 
 replace github.com/splitlet/splitlet/proto => ../../proto
+
+replace github.com/splitlet/splitlet/services/admission/plugin => ./plugin

@@ -82,3 +82,5 @@ replace github.com/splitlet/splitlet/services/admission => ../admission
 replace github.com/splitlet/splitlet/proto => ../../proto
 
 replace github.com/splitlet/splitlet/internal => ../../internal
+
+replace github.com/splitlet/splitlet/services/admission/plugin => ../admission/plugin

@@ -6,7 +6,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 
 	pluginv1 "github.com/splitlet/splitlet/proto/splitlet/admission/plugin/v1"
-	"github.com/splitlet/splitlet/services/admission/internal/gencache"
+	"github.com/splitlet/splitlet/services/admission/plugin/gencache"
 )
 
 // The active pods change little between two admissions, and encoding and

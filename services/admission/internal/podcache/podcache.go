@@ -27,7 +27,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 
-	"github.com/splitlet/splitlet/services/admission/internal/gencache"
+	"github.com/splitlet/splitlet/services/admission/plugin/gencache"
 	sdk "github.com/splitlet/splitlet/services/admission/plugin"
 	"github.com/splitlet/splitlet/services/admission/predicate"
 )

@@ -10,7 +10,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
-	"github.com/splitlet/splitlet/services/admission/internal/gencache"
+	"github.com/splitlet/splitlet/services/admission/plugin/gencache"
 	"github.com/splitlet/splitlet/services/admission/internal/testfixture"
 	"github.com/splitlet/splitlet/services/admission/lifecycle"
 	"github.com/splitlet/splitlet/services/admission/predicate"
