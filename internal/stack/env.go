@@ -4,7 +4,11 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
+	"strconv"
+	"strings"
+	"testing"
 )
 
 // Environment variables the process and end-to-end tests read.
@@ -35,7 +39,8 @@ func Binaries(ctx context.Context) (dir string, cleanup func(), err error) {
 	return tmp, cleanup, nil
 }
 
-// ForTestMain starts a stack for a test package's TestMain with the
+// ForTestMain starts a stack for a test package's TestMain (see
+// RunContainerdTests) with the
 // binaries of Binaries and a fresh directory, and returns a stop function
 // that, when the tests failed (code != 0), writes the end of each process's
 // log to w before stopping.
@@ -71,4 +76,51 @@ func ForTestMain(ctx context.Context, cfg Config, w io.Writer) (*Stack, func(cod
 		cleanDir()
 		cleanBin()
 	}, nil
+}
+
+// RunContainerdTests is the TestMain of an end-to-end package: when
+// EnvContainerd names a containerd and no variable of ready is set (a stack
+// the caller runs already), it starts cfg in front of that containerd
+// (RuntimeEndpoint set here), hands the stack to use (to export its
+// addresses), runs the tests and stops it, printing the processes' logs
+// after a failure. Otherwise it only runs the tests, which skip saying why.
+func RunContainerdTests(m *testing.M, cfg Config, use func(*Stack), ready ...string) int {
+	endpoint := os.Getenv(EnvContainerd)
+	if endpoint == "" {
+		return m.Run()
+	}
+	for _, v := range ready {
+		if os.Getenv(v) != "" {
+			return m.Run()
+		}
+	}
+	cfg.RuntimeEndpoint = endpoint
+	s, stop, err := ForTestMain(context.Background(), cfg, os.Stderr)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "start the stack:", err)
+		return 1
+	}
+	use(s)
+	code := m.Run()
+	stop(code)
+	return code
+}
+
+// Metric reads one unlabelled sample from sync's /metrics.
+func (s *Stack) Metric(name string) (float64, error) {
+	resp, err := http.Get(s.SyncURL() + "/metrics")
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return 0, err
+	}
+	for _, line := range strings.Split(string(raw), "\n") {
+		if v, ok := strings.CutPrefix(line, name+" "); ok {
+			return strconv.ParseFloat(v, 64)
+		}
+	}
+	return 0, fmt.Errorf("no %s in sync's /metrics", name)
 }

@@ -2,12 +2,8 @@ package test
 
 import (
 	"fmt"
-	"io"
-	"net/http"
 	"os"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -81,7 +77,7 @@ func TestStatusSurvivesSyncCrash(t *testing.T) {
 	}
 	// Every status a client has seen is on disk.
 	waitFor(t, 10*time.Second, "statuses kept", func() (bool, string) {
-		v, err := s.metric("splitlet_status_keeper_unsaved_changes")
+		v, err := s.Metric("splitlet_status_keeper_unsaved_changes")
 		return err == nil && v == 0, fmt.Sprint(v, err)
 	})
 	// The statuses were read before the metric said they were kept; read
@@ -116,23 +112,4 @@ func TestStatusSurvivesSyncCrash(t *testing.T) {
 			t.Errorf("%s: container %+v after the restart, was %+v", name, nc, oc)
 		}
 	}
-}
-
-// metric reads one unlabelled sample from sync's /metrics.
-func (s *stack) metric(name string) (float64, error) {
-	resp, err := http.Get(s.SyncURL() + "/metrics")
-	if err != nil {
-		return 0, err
-	}
-	defer resp.Body.Close()
-	raw, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return 0, err
-	}
-	for _, line := range strings.Split(string(raw), "\n") {
-		if v, ok := strings.CutPrefix(line, name+" "); ok {
-			return strconv.ParseFloat(v, 64)
-		}
-	}
-	return 0, fmt.Errorf("no %s in /metrics", name)
 }

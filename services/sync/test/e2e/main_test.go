@@ -1,8 +1,6 @@
 package e2e
 
 import (
-	"context"
-	"fmt"
 	"os"
 	"testing"
 
@@ -16,23 +14,10 @@ import (
 // crash-loop back-off (hidden flag; the kubelet's is 10 s) keep the restart
 // scenario fast; the behaviour is the same.
 func TestMain(m *testing.M) {
-	os.Exit(run(m))
-}
-
-// launched is the stack TestMain started (nil when the environment named
-// one), for the tests that kill and restart its processes.
-var launched *stack.Stack
-
-func run(m *testing.M) int {
-	endpoint := os.Getenv(stack.EnvContainerd)
-	if endpoint == "" || os.Getenv("SPLITLET_SYNC_ADDR") != "" {
-		return m.Run()
-	}
-	s, stop, err := stack.ForTestMain(context.Background(), stack.Config{
-		NodeName:        "e2e",
-		RuntimeEndpoint: endpoint,
-		NoAdmission:     true,
-		GatewayArgs:     []string{"--allow-host-network", "--allowed-host-path=/var/lib/splitlet", "--log-level=debug"},
+	os.Exit(stack.RunContainerdTests(m, stack.Config{
+		NodeName:    "e2e",
+		NoAdmission: true,
+		GatewayArgs: []string{"--allow-host-network", "--allowed-host-path=/var/lib/splitlet", "--log-level=debug"},
 		SyncArgs: []string{
 			"--relist-interval=500ms",
 			"--resync-interval=2s",
@@ -40,16 +25,14 @@ func run(m *testing.M) int {
 			"--crashloop-backoff-max=4s",
 			"--log-level=debug",
 		},
-	}, os.Stderr)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "start the stack:", err)
-		return 1
-	}
-	launched = s
-	os.Setenv("SPLITLET_SYNC_ADDR", s.SyncAddr)
-	os.Setenv("SPLITLET_GATEWAY_ENDPOINT", "unix://"+s.GatewaySocket)
-	os.Setenv("SPLITLET_POD_LOGS_ROOT", s.LogsDir)
-	code := m.Run()
-	stop(code)
-	return code
+	}, func(s *stack.Stack) {
+		launched = s
+		os.Setenv("SPLITLET_SYNC_ADDR", s.SyncAddr)
+		os.Setenv("SPLITLET_GATEWAY_ENDPOINT", "unix://"+s.GatewaySocket)
+		os.Setenv("SPLITLET_POD_LOGS_ROOT", s.LogsDir)
+	}, "SPLITLET_SYNC_ADDR"))
 }
+
+// launched is the stack TestMain started (nil when the environment named
+// one), for the tests that kill and restart its processes.
+var launched *stack.Stack

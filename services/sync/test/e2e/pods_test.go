@@ -3,8 +3,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"io"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -417,7 +415,7 @@ func testSyncCrash(t *testing.T, e *env) {
 		return false
 	})
 	waitFor(t, 10*time.Second, "statuses kept", func() (bool, string) {
-		v, err := syncMetric(launched.SyncURL(), "splitlet_status_keeper_unsaved_changes")
+		v, err := launched.Metric("splitlet_status_keeper_unsaved_changes")
 		return err == nil && v == 0, fmt.Sprint(v, err)
 	})
 	before = e.get(t, "init-app")
@@ -449,23 +447,4 @@ func testSyncCrash(t *testing.T, e *env) {
 			t.Errorf("container %s = %+v after the restart, was %+v", name, a, b)
 		}
 	}
-}
-
-// syncMetric reads one unlabelled sample from sync's /metrics.
-func syncMetric(base, name string) (float64, error) {
-	resp, err := http.Get(base + "/metrics")
-	if err != nil {
-		return 0, err
-	}
-	defer resp.Body.Close()
-	raw, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return 0, err
-	}
-	for _, line := range strings.Split(string(raw), "\n") {
-		if v, ok := strings.CutPrefix(line, name+" "); ok {
-			return strconv.ParseFloat(v, 64)
-		}
-	}
-	return 0, fmt.Errorf("no %s in /metrics", name)
 }
