@@ -60,7 +60,7 @@ const maxBatch = 1000
 // unreadable pages, a broken structure, or a record that does not decode.
 // Sync then refuses to start rather than start empty, which would forget
 // every pod applied through the API and remove their containers as
-// orphans. README ("Recovering a damaged pods.db") says what an operator
+// orphans. docs/sync.md ("Recovering a damaged pods.db") says what an operator
 // does.
 var ErrCorrupt = errors.New("state file is corrupt")
 
