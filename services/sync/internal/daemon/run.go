@@ -85,11 +85,15 @@ func Run(ctx context.Context, cfg config.Config) error {
 		sources = append(sources, source.FileSourceName)
 	}
 	var kubeClient kubernetes.Interface
+	envOptions := kuberuntime.EnvOptions{HostIPs: cfg.NodeIPs}
+	var objects *apiserver.Objects
 	if cfg.Kubeconfig != "" {
 		if kubeClient, err = apiserver.NewClient(cfg.Kubeconfig); err != nil {
 			return err
 		}
 		sources = append(sources, apiserver.SourceName)
+		objects = apiserver.NewObjects(kubeClient, apiserver.ObjectsOptions{})
+		envOptions.Objects = objects
 	}
 	podConfig := source.NewPodConfig(sources...)
 	pods := podmanager.New()
@@ -114,7 +118,7 @@ func Run(ctx context.Context, cfg config.Config) error {
 	runtimeManager := kuberuntime.NewManager(rt, images, kuberuntime.ManagerOptions{
 		Sandbox: kuberuntime.SandboxOptions{PodLogsRoot: cfg.PodLogsRoot, NodeIPs: cfg.NodeIPs, ClusterDNS: cfg.ClusterDNS, ClusterDomain: cfg.ClusterDomain},
 		Container: kuberuntime.ContainerOptions{
-			EnvOptions:            kuberuntime.EnvOptions{HostIPs: cfg.NodeIPs},
+			EnvOptions:            envOptions,
 			PodLogsRoot:           cfg.PodLogsRoot,
 			PodVolumesRoot:        podsDir,
 			PodContainersRoot:     podsDir,
@@ -195,6 +199,7 @@ func Run(ctx context.Context, cfg config.Config) error {
 	}
 	if kubeClient != nil {
 		go apiserver.NewPodSource(kubeClient, cfg.NodeName, podConfig).Run(ctx)
+		go objects.Run(ctx)
 		go statusManager.Run(ctx)
 		go apiserver.NewEventSink(kubeClient, pods).Run(ctx, recorder)
 		if cfg.RegisterNode {

@@ -62,4 +62,8 @@ const (
 	FailedValidation    = "FailedValidation"
 	FailedPostStartHook = "FailedPostStartHook"
 	FailedPreStopHook   = "FailedPreStopHook"
+
+	// InvalidEnvironmentVariableNames: envFrom keys skipped because they
+	// cannot name a variable (kubelet makeEnvironmentVariables).
+	InvalidEnvironmentVariableNames = "InvalidEnvironmentVariableNames"
 )

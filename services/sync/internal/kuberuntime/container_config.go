@@ -234,7 +234,7 @@ func generateContainerConfig(ctx context.Context, pod *v1.Pod, c *v1.Container, 
 	if err := verifyRunAsNonRoot(pod, c, opts.ImageUID, opts.ImageUsername); err != nil {
 		return nil, err
 	}
-	envs, err := makeEnvironmentVariables(pod, c, podIPs, opts.EnvOptions)
+	envs, err := makeEnvironmentVariables(ctx, pod, c, podIPs, opts.EnvOptions)
 	if err != nil {
 		return nil, err
 	}

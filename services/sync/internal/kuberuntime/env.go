@@ -1,9 +1,12 @@
 package kuberuntime
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"math"
+	"net"
 	"slices"
 	"strconv"
 	"strings"
@@ -11,7 +14,11 @@ import (
 	"github.com/containerd/errdefs"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/splitlet/splitlet/services/sync/internal/defaults"
+	"github.com/splitlet/splitlet/services/sync/internal/events"
 )
 
 // EnvVar is one variable of a container's environment, resolved. Matches the
@@ -141,8 +148,27 @@ func expandSubPathExpr(expr string, envs []EnvVar) (string, error) {
 	return expanded, nil
 }
 
+// ObjectGetter reads the API objects a pod's containers refer to: the
+// ConfigMaps and Secrets of env and envFrom (and of volumes), and the
+// Services whose variables the kubelet injects. It is the kubelet's
+// configMapManager, secretManager and serviceLister in one; sync implements
+// it over the API server (apiserver.Objects).
+type ObjectGetter interface {
+	// GetConfigMap returns the ConfigMap namespace/name. When it does not
+	// exist the error matches errdefs.ErrNotFound (an optional reference is
+	// then skipped) and reads as the kubelet's (`configmap "x" not found`);
+	// any other error means it could not be read now, and the container
+	// waits for a later sync.
+	GetConfigMap(ctx context.Context, namespace, name string) (*v1.ConfigMap, error)
+	// GetSecret is GetConfigMap for Secrets.
+	GetSecret(ctx context.Context, namespace, name string) (*v1.Secret, error)
+	// ListServices returns the Services of the namespace. Before the
+	// Services were read once the error matches errdefs.ErrUnavailable.
+	ListServices(ctx context.Context, namespace string) ([]*v1.Service, error)
+}
+
 // EnvOptions is what makeEnvironmentVariables needs beyond the pod: facts
-// about the node.
+// about the node, and the API server's objects.
 type EnvOptions struct {
 	// HostIPs are the node's IPs, primary first, for status.hostIP(s).
 	HostIPs []string
@@ -150,51 +176,117 @@ type EnvOptions struct {
 	// limits in resourceFieldRef values, as the kubelet's
 	// defaultPodLimitsForDownwardAPI does.
 	NodeAllocatable v1.ResourceList
+	// Objects reads ConfigMaps, Secrets and Services; nil when sync runs
+	// without an API server: then references to ConfigMaps and Secrets
+	// fail naming the field, and no Service variables are set.
+	Objects ObjectGetter
+
+	// recorder gets the InvalidEnvironmentVariableNames event; SyncPod sets
+	// it to the manager's.
+	recorder events.EventRecorder
 }
 
+// apiserverSource is the config source name of pods from the API server
+// (apiserver.SourceName); every other source's pods are static pods, as in
+// the kubelet's kubetypes.IsStaticPod.
+const apiserverSource = "apiserver"
+
 // makeEnvironmentVariables resolves the container's environment. It matches
-// the kubelet's makeEnvironmentVariables for everything that needs no API
-// object:
-//   - a literal value is expanded against the variables declared before it
-//     (a reference to a later or unknown one stays as written);
-//   - valueFrom.fieldRef and valueFrom.resourceFieldRef are resolved from the
-//     pod, podIPs and opts, and not expanded;
-//   - a later entry with the same name replaces the earlier value.
+// the kubelet's makeEnvironmentVariables:
+//   - envFrom entries come first, in order, each ConfigMap's or Secret's
+//     data keys (with the prefix) setting a variable; a missing optional
+//     source is skipped;
+//   - then env entries: a literal value is expanded against the variables
+//     set so far and the Service variables (a reference to a later or
+//     unknown one stays as written); valueFrom.fieldRef and resourceFieldRef
+//     are resolved from the pod, podIPs and opts; configMapKeyRef and
+//     secretKeyRef read the object's key, skipped when the object or key is
+//     missing and the reference optional;
+//   - a later entry with the same name replaces the earlier value;
+//   - last, the Service variables (getServiceEnvVarMap) not set otherwise.
 //
-// splitlet has no ConfigMaps or Secrets yet, so envFrom entries and
-// valueFrom.configMapKeyRef / secretKeyRef (and fileKeyRef, an alpha feature)
+// Without an API server (opts.Objects nil), ConfigMap and Secret references
 // fail with errdefs.ErrNotImplemented naming the field, unless marked
-// optional: then they are skipped, which is what the kubelet does with an
-// optional source that does not exist.
+// optional: then they are skipped. fileKeyRef (an alpha feature) is not
+// supported.
 //
-// Differences from the kubelet, on purpose: no Service environment variables
-// (no API server, so no Services; enableServiceLinks is ignored), and the
-// result is in declaration order, where the kubelet's follows Go map
-// iteration. The kubelet's own comment says the environment is created "in
-// the order variables are declared"; a stable order also keeps the
-// container's config identical from one start to the next.
-func makeEnvironmentVariables(pod *v1.Pod, c *v1.Container, podIPs []string, opts EnvOptions) ([]EnvVar, error) {
+// Differences from the kubelet, on purpose: the result is in declaration
+// order (data keys sorted within one envFrom source, Service variables
+// sorted, at the end), where the kubelet's follows Go map iteration. The
+// kubelet's own comment says the environment is created "in the order
+// variables are declared"; a stable order also keeps the container's config
+// identical from one start to the next. A key that cannot be a variable
+// name at all (empty, or containing '=') is skipped and reported in an
+// InvalidEnvironmentVariableNames event, as kubelets before
+// RelaxedEnvironmentVariableValidation did for every invalid name; the API
+// server's validation already keeps such keys out.
+func makeEnvironmentVariables(ctx context.Context, pod *v1.Pod, c *v1.Container, podIPs []string, opts EnvOptions) ([]EnvVar, error) {
 	field := containerFieldPath(pod, c.Name)
-	for i, from := range c.EnvFrom {
-		switch {
-		case from.ConfigMapRef != nil:
-			if from.ConfigMapRef.Optional != nil && *from.ConfigMapRef.Optional {
-				continue
-			}
-			return nil, fmt.Errorf("%w: %s.envFrom[%d].configMapRef (%q): ConfigMaps are not supported by splitlet",
-				errdefs.ErrNotImplemented, field, i, from.ConfigMapRef.Name)
-		case from.SecretRef != nil:
-			if from.SecretRef.Optional != nil && *from.SecretRef.Optional {
-				continue
-			}
-			return nil, fmt.Errorf("%w: %s.envFrom[%d].secretRef (%q): Secrets are not supported by splitlet",
-				errdefs.ErrNotImplemented, field, i, from.SecretRef.Name)
-		}
+	serviceEnv, err := getServiceEnvVarMap(ctx, pod, opts.Objects)
+	if err != nil {
+		return nil, err
 	}
 
 	values := make(map[string]string, len(c.Env))
 	order := make([]string, 0, len(c.Env))
-	mapping := mappingFuncFor(values)
+	set := func(name, value string) {
+		if _, seen := values[name]; !seen {
+			order = append(order, name)
+		}
+		values[name] = value
+	}
+	objs := &podObjects{pod: pod, getter: opts.Objects}
+
+	for i, from := range c.EnvFrom {
+		fromField := fmt.Sprintf("%s.envFrom[%d]", field, i)
+		var (
+			data       map[string]string
+			kind, name string
+		)
+		switch {
+		case from.ConfigMapRef != nil:
+			kind, name = "configMap", from.ConfigMapRef.Name
+			cm, skip, err := objs.configMap(ctx, from.ConfigMapRef.Name, from.ConfigMapRef.Optional, fromField+".configMapRef")
+			if err != nil {
+				return nil, err
+			}
+			if skip {
+				continue
+			}
+			data = cm.Data
+		case from.SecretRef != nil:
+			kind, name = "secret", from.SecretRef.Name
+			s, skip, err := objs.secret(ctx, from.SecretRef.Name, from.SecretRef.Optional, fromField+".secretRef")
+			if err != nil {
+				return nil, err
+			}
+			if skip {
+				continue
+			}
+			data = make(map[string]string, len(s.Data))
+			for k, v := range s.Data {
+				data[k] = string(v)
+			}
+		default:
+			continue
+		}
+		var invalid []string
+		for _, k := range slices.Sorted(maps.Keys(data)) {
+			name := from.Prefix + k
+			if len(validation.IsRelaxedEnvVarName(name)) != 0 {
+				invalid = append(invalid, name)
+				continue
+			}
+			set(name, data[k])
+		}
+		if len(invalid) > 0 && opts.recorder != nil {
+			opts.recorder.Eventf(pod, v1.EventTypeWarning, events.InvalidEnvironmentVariableNames,
+				"Keys [%s] from the EnvFrom %s %s/%s were skipped since they are considered invalid environment variable names.",
+				strings.Join(invalid, ", "), kind, pod.Namespace, name)
+		}
+	}
+
+	mapping := mappingFuncFor(values, serviceEnv)
 	for i, env := range c.Env {
 		envField := fmt.Sprintf("%s.env[%d]", field, i)
 		value := env.Value
@@ -216,37 +308,239 @@ func makeEnvironmentVariables(pod *v1.Pod, c *v1.Container, podIPs []string, opt
 			value = v
 		case env.ValueFrom.ConfigMapKeyRef != nil:
 			ref := env.ValueFrom.ConfigMapKeyRef
-			if ref.Optional != nil && *ref.Optional {
+			cm, skip, err := objs.configMap(ctx, ref.Name, ref.Optional, envField+".valueFrom.configMapKeyRef")
+			if err != nil {
+				return nil, err
+			}
+			if skip {
 				continue
 			}
-			return nil, fmt.Errorf("%w: %s.valueFrom.configMapKeyRef (%q, key %q): ConfigMaps are not supported by splitlet",
-				errdefs.ErrNotImplemented, envField, ref.Name, ref.Key)
+			v, ok := cm.Data[ref.Key]
+			if !ok {
+				if isOptional(ref.Optional) {
+					continue
+				}
+				return nil, fmt.Errorf("%w: couldn't find key %v in ConfigMap %v/%v", errdefs.ErrNotFound, ref.Key, pod.Namespace, ref.Name)
+			}
+			value = v
 		case env.ValueFrom.SecretKeyRef != nil:
 			ref := env.ValueFrom.SecretKeyRef
-			if ref.Optional != nil && *ref.Optional {
+			s, skip, err := objs.secret(ctx, ref.Name, ref.Optional, envField+".valueFrom.secretKeyRef")
+			if err != nil {
+				return nil, err
+			}
+			if skip {
 				continue
 			}
-			return nil, fmt.Errorf("%w: %s.valueFrom.secretKeyRef (%q, key %q): Secrets are not supported by splitlet",
-				errdefs.ErrNotImplemented, envField, ref.Name, ref.Key)
+			v, ok := s.Data[ref.Key]
+			if !ok {
+				if isOptional(ref.Optional) {
+					continue
+				}
+				return nil, fmt.Errorf("%w: couldn't find key %v in Secret %v/%v", errdefs.ErrNotFound, ref.Key, pod.Namespace, ref.Name)
+			}
+			value = string(v)
 		case env.ValueFrom.FileKeyRef != nil:
 			ref := env.ValueFrom.FileKeyRef
-			if ref.Optional != nil && *ref.Optional {
+			if isOptional(ref.Optional) {
 				continue
 			}
 			return nil, fmt.Errorf("%w: %s.valueFrom.fileKeyRef (volume %q, key %q): env files are not supported by splitlet",
 				errdefs.ErrNotImplemented, envField, ref.VolumeName, ref.Key)
 		}
-		if _, seen := values[env.Name]; !seen {
-			order = append(order, env.Name)
-		}
-		values[env.Name] = value
+		set(env.Name, value)
 	}
 
-	result := make([]EnvVar, 0, len(order))
+	result := make([]EnvVar, 0, len(order)+len(serviceEnv))
 	for _, name := range order {
 		result = append(result, EnvVar{Name: name, Value: values[name]})
 	}
+	for _, name := range slices.Sorted(maps.Keys(serviceEnv)) {
+		if _, present := values[name]; !present {
+			result = append(result, EnvVar{Name: name, Value: serviceEnv[name]})
+		}
+	}
 	return result, nil
+}
+
+func isOptional(b *bool) bool { return b != nil && *b }
+
+// podObjects reads the ConfigMaps and Secrets of one pod's namespace once
+// per container, as the kubelet's makeEnvironmentVariables keeps them in
+// its configMaps and secrets maps.
+type podObjects struct {
+	pod        *v1.Pod
+	getter     ObjectGetter
+	configMaps map[string]*v1.ConfigMap
+	secrets    map[string]*v1.Secret
+}
+
+// configMap returns the named ConfigMap, or skip when it is missing and
+// optional (or, without an API server, optional at all). field names the
+// reference for the error without an API server.
+func (o *podObjects) configMap(ctx context.Context, name string, optional *bool, field string) (_ *v1.ConfigMap, skip bool, _ error) {
+	if cm, ok := o.configMaps[name]; ok {
+		return cm, false, nil
+	}
+	if o.getter == nil {
+		if isOptional(optional) {
+			return nil, true, nil
+		}
+		return nil, false, fmt.Errorf("%w: %s (%q): ConfigMaps need an API server (--kubeconfig)", errdefs.ErrNotImplemented, field, name)
+	}
+	cm, err := o.getter.GetConfigMap(ctx, o.pod.Namespace, name)
+	if err != nil {
+		if errors.Is(err, errdefs.ErrNotFound) && isOptional(optional) {
+			return nil, true, nil
+		}
+		return nil, false, err
+	}
+	if o.configMaps == nil {
+		o.configMaps = map[string]*v1.ConfigMap{}
+	}
+	o.configMaps[name] = cm
+	return cm, false, nil
+}
+
+// secret is configMap for Secrets.
+func (o *podObjects) secret(ctx context.Context, name string, optional *bool, field string) (_ *v1.Secret, skip bool, _ error) {
+	if s, ok := o.secrets[name]; ok {
+		return s, false, nil
+	}
+	if o.getter == nil {
+		if isOptional(optional) {
+			return nil, true, nil
+		}
+		return nil, false, fmt.Errorf("%w: %s (%q): Secrets need an API server (--kubeconfig)", errdefs.ErrNotImplemented, field, name)
+	}
+	s, err := o.getter.GetSecret(ctx, o.pod.Namespace, name)
+	if err != nil {
+		if errors.Is(err, errdefs.ErrNotFound) && isOptional(optional) {
+			return nil, true, nil
+		}
+		return nil, false, err
+	}
+	if o.secrets == nil {
+		o.secrets = map[string]*v1.Secret{}
+	}
+	o.secrets[name] = s
+	return s, false, nil
+}
+
+// masterServiceNamespace holds the API server's own Service, "kubernetes",
+// whose variables every pod gets.
+const (
+	masterServiceNamespace = metav1.NamespaceDefault
+	masterServiceName      = "kubernetes"
+)
+
+// getServiceEnvVarMap returns the Service variables of the pod: those of
+// the "kubernetes" Service in "default" always, and those of the Services
+// of the pod's namespace under enableServiceLinks (unset reads as true, the
+// API default). Matches the kubelet's getServiceEnvVarMap with the
+// serviceHasSynced check of makeEnvironmentVariables: a pod from the API
+// server waits until the Services were read once, a static pod does not.
+// Without an API server there are none.
+func getServiceEnvVarMap(ctx context.Context, pod *v1.Pod, getter ObjectGetter) (map[string]string, error) {
+	m := map[string]string{}
+	if getter == nil {
+		return m, nil
+	}
+	links := pod.Spec.EnableServiceLinks == nil || *pod.Spec.EnableServiceLinks
+	static := pod.Annotations[defaults.ConfigSourceAnnotationKey] != apiserverSource
+	list := func(ns string) ([]*v1.Service, error) {
+		svcs, err := getter.ListServices(ctx, ns)
+		if err != nil {
+			if static && errors.Is(err, errdefs.ErrUnavailable) {
+				return nil, nil
+			}
+			return nil, fmt.Errorf("services have not yet been read at least once, cannot construct envvars: %w", err)
+		}
+		return svcs, nil
+	}
+	serviceMap := map[string]*v1.Service{}
+	masters, err := list(masterServiceNamespace)
+	if err != nil {
+		return nil, err
+	}
+	for _, svc := range masters {
+		if svc.Name == masterServiceName && isServiceIPSet(svc) {
+			serviceMap[svc.Name] = svc
+		}
+	}
+	if links {
+		svcs := masters
+		if pod.Namespace != masterServiceNamespace {
+			if svcs, err = list(pod.Namespace); err != nil {
+				return nil, err
+			}
+		}
+		for _, svc := range svcs {
+			// A namesake of the master service in the pod's namespace
+			// replaces it, as in the kubelet.
+			if isServiceIPSet(svc) {
+				serviceMap[svc.Name] = svc
+			}
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(serviceMap)) {
+		for _, e := range envVarsFromService(serviceMap[name]) {
+			m[e.Name] = e.Value
+		}
+	}
+	return m, nil
+}
+
+// isServiceIPSet matches the kubelet's v1helper.IsServiceIPSet: headless
+// and IP-less Services have no variables.
+func isServiceIPSet(svc *v1.Service) bool {
+	return svc.Spec.ClusterIP != v1.ClusterIPNone && svc.Spec.ClusterIP != ""
+}
+
+// envVarsFromService returns a Service's variables, matching the kubelet's
+// envvars.FromServices with makeLinkVariables: NAME_SERVICE_HOST,
+// NAME_SERVICE_PORT, NAME_SERVICE_PORT_<PORTNAME> per named port, and the
+// Docker link variables NAME_PORT and NAME_PORT_<n>_<PROTO>[_PROTO|_PORT|_ADDR].
+func envVarsFromService(svc *v1.Service) []EnvVar {
+	if !isServiceIPSet(svc) || len(svc.Spec.Ports) == 0 {
+		return nil
+	}
+	prefix := makeEnvVariableName(svc.Name)
+	ip := svc.Spec.ClusterIP
+	port := prefix + "_SERVICE_PORT"
+	result := []EnvVar{
+		{Name: prefix + "_SERVICE_HOST", Value: ip},
+		{Name: port, Value: strconv.Itoa(int(svc.Spec.Ports[0].Port))},
+	}
+	for i := range svc.Spec.Ports {
+		if sp := &svc.Spec.Ports[i]; sp.Name != "" {
+			result = append(result, EnvVar{Name: port + "_" + makeEnvVariableName(sp.Name), Value: strconv.Itoa(int(sp.Port))})
+		}
+	}
+	for i := range svc.Spec.Ports {
+		sp := &svc.Spec.Ports[i]
+		protocol := string(v1.ProtocolTCP)
+		if sp.Protocol != "" {
+			protocol = string(sp.Protocol)
+		}
+		url := strings.ToLower(protocol) + "://" + net.JoinHostPort(ip, strconv.Itoa(int(sp.Port)))
+		if i == 0 {
+			result = append(result, EnvVar{Name: prefix + "_PORT", Value: url})
+		}
+		portPrefix := fmt.Sprintf("%s_PORT_%d_%s", prefix, sp.Port, strings.ToUpper(protocol))
+		result = append(result,
+			EnvVar{Name: portPrefix, Value: url},
+			EnvVar{Name: portPrefix + "_PROTO", Value: strings.ToLower(protocol)},
+			EnvVar{Name: portPrefix + "_PORT", Value: strconv.Itoa(int(sp.Port))},
+			EnvVar{Name: portPrefix + "_ADDR", Value: ip},
+		)
+	}
+	return result
+}
+
+// makeEnvVariableName matches the kubelet's envvars.makeEnvVariableName.
+func makeEnvVariableName(s string) string {
+	return strings.ToUpper(strings.ReplaceAll(s, "-", "_"))
 }
 
 // containerFieldPath names the container's entry in the pod spec for error

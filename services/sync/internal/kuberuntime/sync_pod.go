@@ -376,6 +376,7 @@ func restartCountFromLogDir(dir string) int {
 // same image, and a start is one call cheaper.
 func (m *Manager) containerConfig(ctx context.Context, pod *v1.Pod, spec *v1.Container, restartCount int, imageRef string, image *runtimeapi.Image, podIPs []string, podStatus *container.PodStatus) (*runtimeapi.ContainerConfig, error) {
 	opts := m.opts.Container
+	opts.recorder = m.opts.Recorder
 	if image == nil {
 		resp, err := m.images.ImageStatus(ctx, &runtimeapi.ImageStatusRequest{Image: &runtimeapi.ImageSpec{Image: imageRef}})
 		if err != nil {

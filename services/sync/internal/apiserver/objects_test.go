@@ -1,0 +1,182 @@
+package apiserver
+
+import (
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/containerd/errdefs"
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+)
+
+// fakeClock is a settable clock for the TTL.
+type fakeClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *fakeClock) Step(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(d)
+}
+
+func TestObjectsGet(t *testing.T) {
+	cm := &v1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "cfg"}, Data: map[string]string{"k": "v1"}}
+	secret := &v1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "creds"}, Data: map[string][]byte{"p": []byte("x")}}
+	cases := []struct {
+		desc    string
+		get     func(o *Objects) (any, error)
+		wantErr string
+	}{
+		{desc: "configMap", get: func(o *Objects) (any, error) { return o.GetConfigMap(t.Context(), "ns", "cfg") }},
+		{desc: "secret", get: func(o *Objects) (any, error) { return o.GetSecret(t.Context(), "ns", "creds") }},
+		{
+			desc:    "missing configMap: the kubelet's message, and errdefs.ErrNotFound",
+			get:     func(o *Objects) (any, error) { return o.GetConfigMap(t.Context(), "ns", "nope") },
+			wantErr: `configmap "nope" not found`,
+		},
+		{
+			desc:    "secret of another namespace",
+			get:     func(o *Objects) (any, error) { return o.GetSecret(t.Context(), "other", "creds") },
+			wantErr: `secret "creds" not found`,
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.desc, func(t *testing.T) {
+			o := NewObjects(fake.NewClientset(cm, secret), ObjectsOptions{})
+			obj, err := tc.get(o)
+			if tc.wantErr == "" {
+				if err != nil || obj == nil {
+					t.Fatalf("got %v, %v", obj, err)
+				}
+				return
+			}
+			if err == nil || err.Error() != tc.wantErr {
+				t.Fatalf("error %v, want %q", err, tc.wantErr)
+			}
+			if !errors.Is(err, errdefs.ErrNotFound) || !apierrors.IsNotFound(err) {
+				t.Errorf("error %v is not NotFound both ways", err)
+			}
+		})
+	}
+}
+
+func TestObjectsTTL(t *testing.T) {
+	ctx := t.Context()
+	client := fake.NewClientset(&v1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "cfg"}, Data: map[string]string{"k": "v1"}})
+	gets := 0
+	client.PrependReactor("get", "configmaps", func(k8stesting.Action) (bool, runtime.Object, error) {
+		gets++
+		return false, nil, nil
+	})
+	clock := &fakeClock{t: time.Unix(1000, 0)}
+	o := NewObjects(client, ObjectsOptions{TTL: time.Minute, Now: clock.Now})
+
+	read := func() string {
+		t.Helper()
+		cm, err := o.GetConfigMap(ctx, "ns", "cfg")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cm.Data["k"]
+	}
+	if got := read(); got != "v1" {
+		t.Fatalf("got %q", got)
+	}
+	updated := &v1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "cfg"}, Data: map[string]string{"k": "v2"}}
+	if _, err := client.CoreV1().ConfigMaps("ns").Update(ctx, updated, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	clock.Step(59 * time.Second)
+	if got := read(); got != "v1" || gets != 1 {
+		t.Fatalf("within the TTL: got %q after %d GETs, want the cached v1 after 1", got, gets)
+	}
+	clock.Step(time.Second)
+	if got := read(); got != "v2" || gets != 2 {
+		t.Fatalf("after the TTL: got %q after %d GETs, want v2 after 2", got, gets)
+	}
+}
+
+func TestObjectsNotFoundIsCachedOtherErrorsAreNot(t *testing.T) {
+	ctx := t.Context()
+	client := fake.NewClientset()
+	fail := true
+	client.PrependReactor("get", "secrets", func(k8stesting.Action) (bool, runtime.Object, error) {
+		if fail {
+			return true, nil, apierrors.NewServiceUnavailable("down")
+		}
+		return false, nil, nil
+	})
+	clock := &fakeClock{t: time.Unix(1000, 0)}
+	o := NewObjects(client, ObjectsOptions{TTL: time.Minute, Now: clock.Now})
+	if _, err := o.GetSecret(ctx, "ns", "s"); err == nil || errors.Is(err, errdefs.ErrNotFound) {
+		t.Fatalf("error %v, want an unavailable server's", err)
+	}
+	fail = false
+	if _, err := o.GetSecret(ctx, "ns", "s"); !errors.Is(err, errdefs.ErrNotFound) {
+		t.Fatalf("error %v, want not found (the failure was not cached)", err)
+	}
+	if _, err := client.CoreV1().Secrets("ns").Create(ctx, &v1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "s"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := o.GetSecret(ctx, "ns", "s"); !errors.Is(err, errdefs.ErrNotFound) {
+		t.Fatalf("error %v, want the cached not found within the TTL", err)
+	}
+	clock.Step(time.Minute)
+	if _, err := o.GetSecret(ctx, "ns", "s"); err != nil {
+		t.Fatalf("after the TTL: %v", err)
+	}
+}
+
+func TestObjectsListServices(t *testing.T) {
+	client := fake.NewClientset(
+		&v1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "kubernetes"}, Spec: v1.ServiceSpec{ClusterIP: "10.96.0.1"}},
+		&v1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "app", Name: "db"}, Spec: v1.ServiceSpec{ClusterIP: "10.96.0.3"}},
+	)
+	o := NewObjects(client, ObjectsOptions{})
+	if _, err := o.ListServices(t.Context(), "default"); !errors.Is(err, errdefs.ErrUnavailable) {
+		t.Fatalf("before Run: error %v, want ErrUnavailable", err)
+	}
+	go o.Run(t.Context())
+	var svcs []*v1.Service
+	waitUntil(t, func() bool {
+		var err error
+		svcs, err = o.ListServices(t.Context(), "default")
+		return err == nil
+	})
+	if len(svcs) != 1 || svcs[0].Name != "kubernetes" {
+		t.Fatalf("services of default: %v", svcs)
+	}
+	svcs, err := o.ListServices(t.Context(), "app")
+	if err != nil || len(svcs) != 1 || svcs[0].Name != "db" {
+		t.Fatalf("services of app: %v, %v", svcs, err)
+	}
+}
+
+// waitUntil polls cond until it holds, failing the test after 10 s.
+func waitUntil(t *testing.T, cond func() bool) {
+	t.Helper()
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	timeout := time.After(10 * time.Second)
+	for !cond() {
+		select {
+		case <-tick.C:
+		case <-timeout:
+			t.Fatal("condition never held")
+		}
+	}
+}
