@@ -28,6 +28,7 @@ require (
 	github.com/modern-go/reflect2 v1.0.3-0.20250322232337-35a7c28c31ee // indirect
 	github.com/munnerz/goautoneg v0.0.0-20191010083416-a7dc8b61c822 // indirect
 	github.com/spf13/pflag v1.0.10 // indirect
+	github.com/splitlet/splitlet/internal v0.0.0
 	github.com/x448/float16 v0.8.4 // indirect
 	go.uber.org/multierr v1.10.0 // indirect
 	go.yaml.in/yaml/v2 v2.4.4 // indirect
@@ -48,3 +49,5 @@ require (
 )
 
 replace github.com/splitlet/splitlet/proto => ../proto
+
+replace github.com/splitlet/splitlet/internal => ../internal

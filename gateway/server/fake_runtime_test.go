@@ -14,7 +14,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/splitlet/splitlet/gateway/backend"
-	"github.com/splitlet/splitlet/gateway/server/logctx"
+	"github.com/splitlet/splitlet/internal/logctx"
 	gatewayv1 "github.com/splitlet/splitlet/proto/splitlet/gateway/v1"
 )
 

@@ -6,7 +6,7 @@ import (
 
 	"google.golang.org/grpc"
 
-	"github.com/splitlet/splitlet/gateway/server/logctx"
+	"github.com/splitlet/splitlet/internal/logctx"
 )
 
 // unaryChain runs the unary interceptor chain of the package comment as one

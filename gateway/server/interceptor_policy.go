@@ -5,7 +5,7 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/splitlet/splitlet/gateway/server/logctx"
+	"github.com/splitlet/splitlet/internal/logctx"
 )
 
 // checkPolicy is the policy step of the unary chain (unaryChain): it asks

@@ -10,7 +10,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/splitlet/splitlet/gateway/backend"
-	"github.com/splitlet/splitlet/gateway/server/logctx"
+	"github.com/splitlet/splitlet/internal/logctx"
 )
 
 // BackendFactory builds a backend from the configuration. log already names

@@ -1,8 +1,10 @@
-// Package logctx carries a zap logger in a context.Context.
+// Package logctx carries a zap logger in a context.Context, for every
+// splitlet process.
 //
-// The gateway's interceptors put a logger that already names the RPC into the
-// request context; backends and helpers take it back out with From instead of
-// holding a global logger, so every line a call produces says which call it was.
+// A server's interceptors put a logger that already names the call (the
+// gateway's RPC, sync's pod, admission's request) into the context; library
+// code takes it back out with From instead of holding a global logger, so
+// every line a call produces says which call it was.
 //
 //	ctx = logctx.With(ctx, logger.With(zap.String("method", "RunPodSandbox")))
 //	...

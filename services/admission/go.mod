@@ -37,6 +37,7 @@ require (
 	github.com/modern-go/reflect2 v1.0.3-0.20250322232337-35a7c28c31ee // indirect
 	github.com/oklog/run v1.1.0 // indirect
 	github.com/prometheus/client_golang v1.25.0
+	github.com/splitlet/splitlet/internal v0.0.0
 	github.com/splitlet/splitlet/proto v0.0.0
 	github.com/splitlet/splitlet/services/admission/plugin v0.0.0
 	github.com/x448/float16 v0.8.4 // indirect
@@ -61,3 +62,5 @@ require (
 replace github.com/splitlet/splitlet/proto => ../../proto
 
 replace github.com/splitlet/splitlet/services/admission/plugin => ./plugin
+
+replace github.com/splitlet/splitlet/internal => ../../internal

@@ -10,7 +10,7 @@ import (
 	"github.com/splitlet/splitlet/gateway/backend/cri"
 	"github.com/splitlet/splitlet/gateway/backend/fake"
 	"github.com/splitlet/splitlet/gateway/server"
-	"github.com/splitlet/splitlet/gateway/server/logctx"
+	"github.com/splitlet/splitlet/internal/logctx"
 )
 
 // newFakeBackend is the in-memory runtime, preloaded with --fake-preload-images.

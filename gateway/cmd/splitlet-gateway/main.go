@@ -17,7 +17,7 @@ import (
 
 	"github.com/splitlet/splitlet/gateway/internal/config"
 	"github.com/splitlet/splitlet/gateway/server"
-	"github.com/splitlet/splitlet/gateway/server/logctx"
+	"github.com/splitlet/splitlet/internal/logctx"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".

@@ -10,7 +10,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 
-	"github.com/splitlet/splitlet/services/admission/internal/logctx"
+	"github.com/splitlet/splitlet/internal/logctx"
 	"github.com/splitlet/splitlet/services/admission/lifecycle"
 	"github.com/splitlet/splitlet/services/admission/qos"
 )

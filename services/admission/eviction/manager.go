@@ -11,7 +11,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/splitlet/splitlet/services/admission/internal/logctx"
+	"github.com/splitlet/splitlet/internal/logctx"
 	"github.com/splitlet/splitlet/services/admission/lifecycle"
 )
 

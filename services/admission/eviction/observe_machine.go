@@ -16,7 +16,7 @@ import (
 	"golang.org/x/sys/unix"
 	"k8s.io/apimachinery/pkg/api/resource"
 
-	"github.com/splitlet/splitlet/services/admission/internal/logctx"
+	"github.com/splitlet/splitlet/internal/logctx"
 )
 
 // MachineConfig says where MachineSource looks.

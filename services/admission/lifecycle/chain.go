@@ -5,7 +5,7 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/splitlet/splitlet/services/admission/internal/logctx"
+	"github.com/splitlet/splitlet/internal/logctx"
 )
 
 // Chain runs handlers in order and returns the first rejection, or an

@@ -8,7 +8,7 @@ import (
 	"go.uber.org/zap"
 	v1 "k8s.io/api/core/v1"
 
-	"github.com/splitlet/splitlet/services/admission/internal/logctx"
+	"github.com/splitlet/splitlet/internal/logctx"
 	"github.com/splitlet/splitlet/services/admission/lifecycle"
 )
 

@@ -8,8 +8,8 @@ import (
 	"connectrpc.com/connect"
 	"go.uber.org/zap"
 
+	"github.com/splitlet/splitlet/internal/logctx"
 	"github.com/splitlet/splitlet/proto/splitlet/pod/v1/podv1connect"
-	"github.com/splitlet/splitlet/splitctl/internal/logctx"
 )
 
 // New returns a PodService client for the server at baseURL, speaking the

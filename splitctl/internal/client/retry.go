@@ -10,9 +10,9 @@ import (
 	"connectrpc.com/connect"
 	"go.uber.org/zap"
 
+	"github.com/splitlet/splitlet/internal/logctx"
 	podv1 "github.com/splitlet/splitlet/proto/splitlet/pod/v1"
 	"github.com/splitlet/splitlet/proto/splitlet/pod/v1/podv1connect"
-	"github.com/splitlet/splitlet/splitctl/internal/logctx"
 )
 
 // DefaultRetryTimeout is how long a call keeps being retried while the

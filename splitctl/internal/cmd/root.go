@@ -17,9 +17,9 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
+	"github.com/splitlet/splitlet/internal/logctx"
 	"github.com/splitlet/splitlet/proto/splitlet/pod/v1/podv1connect"
 	"github.com/splitlet/splitlet/splitctl/internal/client"
-	"github.com/splitlet/splitlet/splitctl/internal/logctx"
 )
 
 // Env is everything a command touches outside itself, so tests can run the

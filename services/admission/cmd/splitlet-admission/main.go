@@ -26,8 +26,8 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/splitlet/splitlet/internal/logctx"
 	"github.com/splitlet/splitlet/services/admission/internal/config"
-	"github.com/splitlet/splitlet/services/admission/internal/logctx"
 	"github.com/splitlet/splitlet/services/admission/internal/server"
 )
 

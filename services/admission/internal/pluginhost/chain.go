@@ -9,8 +9,8 @@ import (
 	"go.uber.org/zap"
 	v1 "k8s.io/api/core/v1"
 
+	"github.com/splitlet/splitlet/internal/logctx"
 	pluginv1 "github.com/splitlet/splitlet/proto/splitlet/admission/plugin/v1"
-	"github.com/splitlet/splitlet/services/admission/internal/logctx"
 	"github.com/splitlet/splitlet/services/admission/lifecycle"
 	sdk "github.com/splitlet/splitlet/services/admission/plugin"
 )

@@ -27,8 +27,8 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 
-	"github.com/splitlet/splitlet/services/admission/plugin/gencache"
 	sdk "github.com/splitlet/splitlet/services/admission/plugin"
+	"github.com/splitlet/splitlet/services/admission/plugin/gencache"
 	"github.com/splitlet/splitlet/services/admission/predicate"
 )
 

@@ -10,9 +10,9 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
-	"github.com/splitlet/splitlet/services/admission/plugin/gencache"
 	"github.com/splitlet/splitlet/services/admission/internal/testfixture"
 	"github.com/splitlet/splitlet/services/admission/lifecycle"
+	"github.com/splitlet/splitlet/services/admission/plugin/gencache"
 	"github.com/splitlet/splitlet/services/admission/predicate"
 )
 

@@ -11,8 +11,8 @@ import (
 	"go.uber.org/zap"
 	v1 "k8s.io/api/core/v1"
 
+	"github.com/splitlet/splitlet/internal/logctx"
 	admissionv1 "github.com/splitlet/splitlet/proto/splitlet/admission/v1"
-	"github.com/splitlet/splitlet/services/admission/internal/logctx"
 	"github.com/splitlet/splitlet/services/admission/lifecycle"
 	"github.com/splitlet/splitlet/services/admission/preemption"
 )

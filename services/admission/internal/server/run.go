@@ -12,10 +12,10 @@ import (
 	"go.uber.org/zap"
 	v1 "k8s.io/api/core/v1"
 
+	"github.com/splitlet/splitlet/internal/logctx"
 	"github.com/splitlet/splitlet/services/admission/eviction"
 	"github.com/splitlet/splitlet/services/admission/internal/admitter"
 	"github.com/splitlet/splitlet/services/admission/internal/config"
-	"github.com/splitlet/splitlet/services/admission/internal/logctx"
 	"github.com/splitlet/splitlet/services/admission/internal/pluginhost"
 	"github.com/splitlet/splitlet/services/admission/internal/podcache"
 	"github.com/splitlet/splitlet/services/admission/internal/podstats"
