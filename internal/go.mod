@@ -3,6 +3,7 @@ module github.com/splitlet/splitlet/internal
 go 1.26.0
 
 require (
+	github.com/containerd/errdefs v1.0.0
 	go.uber.org/zap v1.28.0
 	google.golang.org/grpc v1.85.0
 	k8s.io/cri-api v0.37.2

@@ -1,10 +1,11 @@
 package server
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/splitlet/splitlet/internal/connecterr"
 
 	"connectrpc.com/connect"
 	"github.com/containerd/errdefs"
@@ -13,8 +14,9 @@ import (
 )
 
 // toConnectError is the service's one conversion from Go errors to Connect
-// codes: a *connect.Error passes through, errdefs sentinels and context
-// errors get their code, anything else is Internal. The message is the
+// codes, by the rule every splitlet service shares (connecterr.Code): a
+// *connect.Error passes through, errdefs sentinels and context errors get
+// their code, anything else is Internal. The message is the
 // error's own, so clients see the field a bad request named.
 func toConnectError(err error) error {
 	if err == nil {
@@ -23,7 +25,7 @@ func toConnectError(err error) error {
 	if ce := new(connect.Error); errors.As(err, &ce) {
 		return err
 	}
-	ce := connect.NewError(codeOf(err), err)
+	ce := connect.NewError(connecterr.Code(err), err)
 	// The client resends exactly the pods named in the detail; the
 	// message says the same for people.
 	if u := new(unknownActivePodsError); errors.As(err, &u) {
@@ -57,30 +59,3 @@ func (e *unknownActivePodsError) Error() string {
 }
 
 func (e *unknownActivePodsError) Unwrap() error { return errdefs.ErrFailedPrecondition }
-
-func codeOf(err error) connect.Code {
-	switch {
-	case errors.Is(err, context.DeadlineExceeded), errdefs.IsDeadlineExceeded(err):
-		return connect.CodeDeadlineExceeded
-	case errors.Is(err, context.Canceled), errdefs.IsCanceled(err):
-		return connect.CodeCanceled
-	case errdefs.IsInvalidArgument(err):
-		return connect.CodeInvalidArgument
-	case errdefs.IsNotFound(err):
-		return connect.CodeNotFound
-	case errdefs.IsAlreadyExists(err):
-		return connect.CodeAlreadyExists
-	case errdefs.IsFailedPrecondition(err):
-		return connect.CodeFailedPrecondition
-	case errdefs.IsUnavailable(err):
-		return connect.CodeUnavailable
-	case errdefs.IsNotImplemented(err):
-		return connect.CodeUnimplemented
-	case errdefs.IsResourceExhausted(err):
-		return connect.CodeResourceExhausted
-	case errdefs.IsPermissionDenied(err):
-		return connect.CodePermissionDenied
-	default:
-		return connect.CodeInternal
-	}
-}

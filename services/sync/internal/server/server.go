@@ -10,12 +10,11 @@ package server
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 
-	"connectrpc.com/connect"
+	"github.com/splitlet/splitlet/internal/connecterr"
+
 	"github.com/containerd/errdefs"
-	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/structpb"
 	v1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -62,43 +61,9 @@ func New(src PodSource, pods PodLister, evs EventLister, rt runtimeapi.RuntimeSe
 	return &Server{source: src, pods: pods, events: evs, runtime: rt}
 }
 
-// toConnectError is the one place errors become Connect codes.
-func toConnectError(err error) error {
-	if err == nil {
-		return nil
-	}
-	var ce *connect.Error
-	if errors.As(err, &ce) {
-		return err
-	}
-	code := connect.CodeInternal
-	switch {
-	case errdefs.IsInvalidArgument(err):
-		code = connect.CodeInvalidArgument
-	case errdefs.IsNotFound(err):
-		code = connect.CodeNotFound
-	case errdefs.IsConflict(err), errdefs.IsFailedPrecondition(err):
-		code = connect.CodeFailedPrecondition
-	case errdefs.IsAlreadyExists(err):
-		code = connect.CodeAlreadyExists
-	case errdefs.IsUnavailable(err):
-		code = connect.CodeUnavailable
-	case errdefs.IsNotImplemented(err):
-		code = connect.CodeUnimplemented
-	case errors.Is(err, context.Canceled):
-		code = connect.CodeCanceled
-	case errors.Is(err, context.DeadlineExceeded):
-		code = connect.CodeDeadlineExceeded
-	default:
-		// A CRI error keeps the runtime's code.
-		if st, ok := status.FromError(errors.Unwrap(err)); ok && st.Code() != 0 {
-			code = connect.Code(st.Code())
-		} else if st, ok := status.FromError(err); ok && st.Code() != 0 {
-			code = connect.Code(st.Code())
-		}
-	}
-	return connect.NewError(code, err)
-}
+// toConnectError is the one place errors become Connect codes: the shared
+// conversion every splitlet service uses (internal/connecterr).
+func toConnectError(err error) error { return connecterr.From(err) }
 
 // podToStruct renders a pod as the Struct of its core/v1 JSON, so every
 // field survives and JSON clients see exactly the Kubernetes object.
