@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/containerd/errdefs"
+	authenticationv1 "k8s.io/api/authentication/v1"
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -37,7 +38,7 @@ type ObjectsOptions struct {
 }
 
 // Objects reads the ConfigMaps, Secrets and Services the pods' env and
-// volumes refer to. ConfigMaps and Secrets are read with a GET and kept for
+// volumes refer to, and requests their service account tokens. ConfigMaps and Secrets are read with a GET and kept for
 // a TTL, like the kubelet's TTL-based configMapManager and secretManager
 // (cache_based_manager.go); Services come from an informer over every
 // namespace, like the kubelet's serviceLister. Returned objects are shared
@@ -49,6 +50,7 @@ type Objects struct {
 
 	mu      sync.Mutex
 	entries map[objectKey]cachedObject
+	tokens  map[tokenKey]*authenticationv1.TokenRequest
 
 	services       corelisters.ServiceLister
 	servicesSynced func() bool
@@ -83,6 +85,7 @@ func NewObjects(client kubernetes.Interface, opts ObjectsOptions) *Objects {
 		ttl:            opts.TTL,
 		now:            opts.Now,
 		entries:        map[objectKey]cachedObject{},
+		tokens:         map[tokenKey]*authenticationv1.TokenRequest{},
 		services:       svc.Lister(),
 		servicesSynced: svc.Informer().HasSynced,
 		factory:        factory,
@@ -179,4 +182,74 @@ func (o *Objects) ListServices(_ context.Context, namespace string) ([]*v1.Servi
 		return nil, errors.Join(errdefs.ErrUnavailable, err)
 	}
 	return svcs, nil
+}
+
+// tokenMaxTTL is the age at which the kubelet's token manager replaces a
+// token whatever its expiry.
+const tokenMaxTTL = 24 * time.Hour
+
+type tokenKey struct {
+	namespace, name, audiences string
+	expirationSeconds          int64
+	boundUID                   string
+}
+
+func keyOfToken(namespace, name string, req *authenticationv1.TokenRequest) tokenKey {
+	k := tokenKey{namespace: namespace, name: name, audiences: fmt.Sprint(req.Spec.Audiences)}
+	if req.Spec.ExpirationSeconds != nil {
+		k.expirationSeconds = *req.Spec.ExpirationSeconds
+	}
+	if ref := req.Spec.BoundObjectRef; ref != nil {
+		k.boundUID = string(ref.UID)
+	}
+	return k
+}
+
+// GetServiceAccountToken implements kuberuntime.ObjectGetter: the
+// kubelet's token manager GetServiceAccountToken. A cached token is served
+// until requiresRefresh says otherwise; when a refresh fails, a cached
+// token that has not expired is served still.
+func (o *Objects) GetServiceAccountToken(ctx context.Context, namespace, name string, req *authenticationv1.TokenRequest) (*authenticationv1.TokenRequest, error) {
+	key := keyOfToken(namespace, name, req)
+	o.mu.Lock()
+	cached := o.tokens[key]
+	o.mu.Unlock()
+	now := o.now()
+	if cached != nil && !requiresRefresh(cached, now) {
+		return cached, nil
+	}
+	tr, err := o.client.CoreV1().ServiceAccounts(namespace).CreateToken(ctx, name, req, metav1.CreateOptions{})
+	if err != nil {
+		if cached != nil && now.Before(cached.Status.ExpirationTimestamp.Time) {
+			return cached, nil
+		}
+		return nil, fmt.Errorf("request a token for service account %s/%s: %w", namespace, name, err)
+	}
+	if tr.Spec.ExpirationSeconds == nil {
+		// The API server always sets it; the refresh rule needs it.
+		secs := int64(tr.Status.ExpirationTimestamp.Sub(now).Seconds())
+		tr.Spec.ExpirationSeconds = &secs
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.tokens[key] = tr
+	for k, t := range o.tokens {
+		if now.After(t.Status.ExpirationTimestamp.Time) {
+			delete(o.tokens, k)
+		}
+	}
+	return tr, nil
+}
+
+// requiresRefresh matches the kubelet's token manager (without its jitter):
+// a token is replaced once 80% of its lifetime has passed, or once it is a
+// day old.
+func requiresRefresh(tr *authenticationv1.TokenRequest, now time.Time) bool {
+	if tr.Spec.ExpirationSeconds == nil {
+		return false
+	}
+	ttl := time.Duration(*tr.Spec.ExpirationSeconds) * time.Second
+	exp := tr.Status.ExpirationTimestamp.Time
+	iat := exp.Add(-ttl)
+	return now.After(iat.Add(tokenMaxTTL)) || now.After(exp.Add(-ttl/5))
 }

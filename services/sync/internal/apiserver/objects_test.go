@@ -2,11 +2,13 @@ package apiserver
 
 import (
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/containerd/errdefs"
+	authenticationv1 "k8s.io/api/authentication/v1"
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -177,6 +179,71 @@ func waitUntil(t *testing.T, cond func() bool) {
 		case <-tick.C:
 		case <-timeout:
 			t.Fatal("condition never held")
+		}
+	}
+}
+
+func TestObjectsServiceAccountToken(t *testing.T) {
+	ctx := t.Context()
+	clock := &fakeClock{t: time.Unix(1000, 0)}
+	client := fake.NewClientset()
+	issued := 0
+	var fail bool
+	client.PrependReactor("create", "serviceaccounts", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		if a.GetSubresource() != "token" {
+			return false, nil, nil
+		}
+		if fail {
+			return true, nil, apierrors.NewServiceUnavailable("down")
+		}
+		issued++
+		req := a.(k8stesting.CreateAction).GetObject().(*authenticationv1.TokenRequest).DeepCopy()
+		req.Status.Token = fmt.Sprintf("token-%d", issued)
+		req.Status.ExpirationTimestamp = metav1.NewTime(clock.Now().Add(time.Duration(*req.Spec.ExpirationSeconds) * time.Second))
+		return true, req, nil
+	})
+	o := NewObjects(client, ObjectsOptions{Now: clock.Now})
+	req := func(aud string) *authenticationv1.TokenRequest {
+		return &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{
+			Audiences: []string{aud}, ExpirationSeconds: new(int64(1000)),
+			BoundObjectRef: &authenticationv1.BoundObjectReference{Kind: "Pod", APIVersion: "v1", Name: "p", UID: "uid-1"},
+		}}
+	}
+	steps := []struct {
+		desc    string
+		advance time.Duration
+		aud     string
+		fail    bool
+		want    string
+		wantErr bool
+	}{
+		{desc: "first request", want: "token-1"},
+		{desc: "cached before 80% of its lifetime", advance: 799 * time.Second, want: "token-1"},
+		{desc: "another audience is another token", aud: "other", want: "token-2"},
+		{desc: "replaced after 80%", advance: 2 * time.Second, want: "token-3"},
+		{desc: "a failed refresh serves the unexpired token", advance: 850 * time.Second, fail: true, want: "token-3"},
+		{desc: "an expired token is not served", advance: 200 * time.Second, fail: true, wantErr: true},
+		{desc: "the server back: a new token", want: "token-4"},
+	}
+	for _, s := range steps {
+		clock.Step(s.advance)
+		fail = s.fail
+		aud := s.aud
+		if aud == "" {
+			aud = "api"
+		}
+		tr, err := o.GetServiceAccountToken(ctx, "ns", "default", req(aud))
+		if s.wantErr {
+			if err == nil {
+				t.Fatalf("%s: got token %s, want an error", s.desc, tr.Status.Token)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("%s: %v", s.desc, err)
+		}
+		if tr.Status.Token != s.want {
+			t.Fatalf("%s: token %s, want %s", s.desc, tr.Status.Token, s.want)
 		}
 	}
 }

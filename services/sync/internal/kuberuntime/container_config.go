@@ -252,7 +252,7 @@ func generateContainerConfig(ctx context.Context, pod *v1.Pod, c *v1.Container, 
 		return nil, err
 	}
 
-	mounts, err := makeMounts(pod, c, envs, linux.GetSecurityContext().GetPrivileged(), opts)
+	mounts, err := makeMounts(ctx, pod, c, envs, linux.GetSecurityContext().GetPrivileged(), opts)
 	if err != nil {
 		return nil, err
 	}
@@ -289,17 +289,19 @@ func generateContainerConfig(ctx context.Context, pod *v1.Pod, c *v1.Container, 
 	return config, nil
 }
 
-// makeMounts turns the container's volume mounts into CRI mounts. Only
-// emptyDir (a directory under PodVolumesRoot, created here) and hostPath
-// (the path as is; its type is not checked) volumes are supported; any other
+// makeMounts turns the container's volume mounts into CRI mounts. Supported
+// are emptyDir (a directory under PodVolumesRoot, created here), hostPath
+// (the path as is; its type is not checked), and configMap, secret,
+// downwardAPI and projected volumes (written here by setUpAtomicVolume and
+// mounted read-only, as the kubelet's plugins report ReadOnly); any other
 // volume type, an emptyDir in memory or hugepages, and volumeDevices fail
 // with errdefs.ErrNotImplemented naming the field. subPath and subPathExpr
-// are joined to the volume path and created like the kubelet's makeMounts
-// does; propagation follows translateMountPropagation.
+// are joined to the volume path and, when missing, created like the
+// kubelet's makeMounts does; propagation follows translateMountPropagation.
 //
 // Unlike the kubelet, no /etc/hosts file is managed and mounted: the
 // container sees the image's (or, on the host network, the node's).
-func makeMounts(pod *v1.Pod, c *v1.Container, envs []EnvVar, privileged bool, opts ContainerOptions) ([]*runtimeapi.Mount, error) {
+func makeMounts(ctx context.Context, pod *v1.Pod, c *v1.Container, envs []EnvVar, privileged bool, opts ContainerOptions) ([]*runtimeapi.Mount, error) {
 	field := containerFieldPath(pod, c.Name)
 	if len(c.VolumeDevices) > 0 {
 		return nil, fmt.Errorf("%w: %s.volumeDevices: block volumes are not supported by splitlet", errdefs.ErrNotImplemented, field)
@@ -308,7 +310,7 @@ func makeMounts(pod *v1.Pod, c *v1.Container, envs []EnvVar, privileged bool, op
 	var mounts []*runtimeapi.Mount
 	for i, vm := range c.VolumeMounts {
 		mountField := fmt.Sprintf("%s.volumeMounts[%d]", field, i)
-		volPath, err := volumeHostPath(pod, vm.Name, opts)
+		volPath, readOnly, err := volumeHostPath(ctx, pod, vm.Name, opts)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", mountField, err)
 		}
@@ -326,9 +328,18 @@ func makeMounts(pod *v1.Pod, c *v1.Container, envs []EnvVar, privileged bool, op
 			hostPath = filepath.Join(volPath, subPath)
 			// Created now so that it is a directory owned like the
 			// volume, not whatever the runtime would make of a missing
-			// path.
-			if err := fs.MkdirAll(hostPath, 0o750); err != nil {
-				return nil, fmt.Errorf("%s: create subPath %s: %w", mountField, hostPath, err)
+			// path. A written volume's keys exist already (a symlink
+			// through ..data: the mount keeps the file it resolves to
+			// now, so a subPath does not see updates, as in the kubelet).
+			exists := false
+			if readOnly {
+				_, err := os.Lstat(hostPath)
+				exists = err == nil
+			}
+			if !exists {
+				if err := fs.MkdirAll(hostPath, 0o750); err != nil {
+					return nil, fmt.Errorf("%s: create subPath %s: %w", mountField, hostPath, err)
+				}
 			}
 		}
 		propagation, err := translateMountPropagation(vm.MountPropagation)
@@ -345,7 +356,7 @@ func makeMounts(pod *v1.Pod, c *v1.Container, envs []EnvVar, privileged bool, op
 		mounts = append(mounts, &runtimeapi.Mount{
 			ContainerPath: vm.MountPath,
 			HostPath:      hostPath,
-			Readonly:      vm.ReadOnly,
+			Readonly:      vm.ReadOnly || readOnly,
 			Propagation:   propagation,
 		})
 	}
@@ -353,8 +364,10 @@ func makeMounts(pod *v1.Pod, c *v1.Container, envs []EnvVar, privileged bool, op
 }
 
 // volumeHostPath returns the node path backing the named pod volume,
-// creating an emptyDir's directory.
-func volumeHostPath(pod *v1.Pod, name string, opts ContainerOptions) (string, error) {
+// creating an emptyDir's directory and writing a configMap, secret,
+// downwardAPI or projected volume's files (readOnly: such volumes are
+// mounted read-only).
+func volumeHostPath(ctx context.Context, pod *v1.Pod, name string, opts ContainerOptions) (_ string, readOnly bool, _ error) {
 	for i := range pod.Spec.Volumes {
 		vol := &pod.Spec.Volumes[i]
 		if vol.Name != name {
@@ -363,10 +376,13 @@ func volumeHostPath(pod *v1.Pod, name string, opts ContainerOptions) (string, er
 		volField := fmt.Sprintf("spec.volumes[%d]", i)
 		switch {
 		case vol.HostPath != nil:
-			return vol.HostPath.Path, nil
+			return vol.HostPath.Path, false, nil
+		case isAtomicWriterVolume(&vol.VolumeSource):
+			dir, err := setUpAtomicVolume(ctx, pod, vol, volField, opts)
+			return dir, true, err
 		case vol.EmptyDir != nil:
 			if m := vol.EmptyDir.Medium; m != v1.StorageMediumDefault {
-				return "", fmt.Errorf("%w: %s.emptyDir.medium: %q is not supported by splitlet (only the node's disk)",
+				return "", false, fmt.Errorf("%w: %s.emptyDir.medium: %q is not supported by splitlet (only the node's disk)",
 					errdefs.ErrNotImplemented, volField, m)
 			}
 			dir := filepath.Join(orDefault(opts.PodVolumesRoot, DefaultPodsDir), string(pod.UID),
@@ -376,14 +392,14 @@ func volumeHostPath(pod *v1.Pod, name string, opts ContainerOptions) (string, er
 			// to it. Only a new directory is chmod'ed, so a mode a
 			// container chose survives the next container's start.
 			if err := opts.fs().MkdirAllExact(dir, 0o777); err != nil {
-				return "", fmt.Errorf("create emptyDir %s: %w", dir, err)
+				return "", false, fmt.Errorf("create emptyDir %s: %w", dir, err)
 			}
-			return dir, nil
+			return dir, false, nil
 		}
-		return "", fmt.Errorf("%w: %s.%s: volume type not supported by splitlet (only emptyDir and hostPath)",
+		return "", false, fmt.Errorf("%w: %s.%s: volume type not supported by splitlet (only emptyDir, hostPath, configMap, secret, downwardAPI and projected)",
 			errdefs.ErrNotImplemented, volField, volumeSourceName(&vol.VolumeSource))
 	}
-	return "", fmt.Errorf("%w: cannot find volume %q to mount into container", errdefs.ErrInvalidArgument, name)
+	return "", false, fmt.Errorf("%w: cannot find volume %q to mount into container", errdefs.ErrInvalidArgument, name)
 }
 
 // volumeSourceName returns the JSON name of the volume's source

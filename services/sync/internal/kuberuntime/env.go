@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/containerd/errdefs"
+	authenticationv1 "k8s.io/api/authentication/v1"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -149,9 +150,10 @@ func expandSubPathExpr(expr string, envs []EnvVar) (string, error) {
 }
 
 // ObjectGetter reads the API objects a pod's containers refer to: the
-// ConfigMaps and Secrets of env and envFrom (and of volumes), and the
-// Services whose variables the kubelet injects. It is the kubelet's
-// configMapManager, secretManager and serviceLister in one; sync implements
+// ConfigMaps and Secrets of env, envFrom and volumes, the Services whose
+// variables the kubelet injects, and service account tokens. It is the
+// kubelet's configMapManager, secretManager, serviceLister and
+// tokenManager in one; sync implements
 // it over the API server (apiserver.Objects).
 type ObjectGetter interface {
 	// GetConfigMap returns the ConfigMap namespace/name. When it does not
@@ -165,6 +167,12 @@ type ObjectGetter interface {
 	// ListServices returns the Services of the namespace. Before the
 	// Services were read once the error matches errdefs.ErrUnavailable.
 	ListServices(ctx context.Context, namespace string) ([]*v1.Service, error)
+	// GetServiceAccountToken returns a token of the service account
+	// namespace/name for req (audiences, expiry, bound object): from a
+	// cache while younger than 80% of its lifetime, else a new one through
+	// the TokenRequest API, as the kubelet's token manager. Errors are the
+	// API server's.
+	GetServiceAccountToken(ctx context.Context, namespace, name string, req *authenticationv1.TokenRequest) (*authenticationv1.TokenRequest, error)
 }
 
 // EnvOptions is what makeEnvironmentVariables needs beyond the pod: facts

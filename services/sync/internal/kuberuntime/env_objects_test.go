@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/containerd/errdefs"
+	authenticationv1 "k8s.io/api/authentication/v1"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -26,6 +27,9 @@ type fakeObjects struct {
 	servicesErr error
 	// gets counts GetConfigMap and GetSecret calls.
 	gets int
+	// tokenRequests are the token requests made; tokenErr fails them.
+	tokenRequests []*authenticationv1.TokenRequest
+	tokenErr      error
 }
 
 var _ ObjectGetter = (*fakeObjects)(nil)
@@ -35,7 +39,7 @@ func (f *fakeObjects) GetConfigMap(_ context.Context, ns, name string) (*v1.Conf
 	if cm, ok := f.configMaps[ns+"/"+name]; ok {
 		return cm, nil
 	}
-	return nil, fmt.Errorf("%w: configmap %q not found", errdefs.ErrNotFound, name)
+	return nil, notFound(fmt.Sprintf("configmap %q not found", name))
 }
 
 func (f *fakeObjects) GetSecret(_ context.Context, ns, name string) (*v1.Secret, error) {
@@ -43,7 +47,7 @@ func (f *fakeObjects) GetSecret(_ context.Context, ns, name string) (*v1.Secret,
 	if s, ok := f.secrets[ns+"/"+name]; ok {
 		return s, nil
 	}
-	return nil, fmt.Errorf("%w: secret %q not found", errdefs.ErrNotFound, name)
+	return nil, notFound(fmt.Sprintf("secret %q not found", name))
 }
 
 func (f *fakeObjects) ListServices(_ context.Context, ns string) ([]*v1.Service, error) {
@@ -58,6 +62,23 @@ func (f *fakeObjects) ListServices(_ context.Context, ns string) ([]*v1.Service,
 	}
 	return out, nil
 }
+
+func (f *fakeObjects) GetServiceAccountToken(_ context.Context, ns, name string, req *authenticationv1.TokenRequest) (*authenticationv1.TokenRequest, error) {
+	f.tokenRequests = append(f.tokenRequests, req)
+	if f.tokenErr != nil {
+		return nil, f.tokenErr
+	}
+	out := req.DeepCopy()
+	out.Status.Token = fmt.Sprintf("token-%s-%s-%v", ns, name, req.Spec.Audiences)
+	return out, nil
+}
+
+// notFound is an API server NotFound as ObjectGetter returns it: the
+// kubelet's message, matching errdefs.ErrNotFound.
+type notFound string
+
+func (e notFound) Error() string        { return string(e) }
+func (e notFound) Is(target error) bool { return target == errdefs.ErrNotFound }
 
 func testObjects() *fakeObjects {
 	return &fakeObjects{

@@ -105,6 +105,12 @@ func (m *Manager) SyncPodWithResult(ctx context.Context, pod *v1.Pod, podStatus 
 		}
 	}
 
+	// Volumes are refreshed on every sync of a pod that runs or will,
+	// as the kubelet's syncPod waits for its volumes each time.
+	if !actions.KillPod || actions.CreateSandbox {
+		m.setUpVolumes(ctx, pod)
+	}
+
 	sandboxID := actions.SandboxID
 	if actions.CreateSandbox {
 		if len(actions.ContainersToStart) == 0 && len(actions.InitContainersToStart) == 0 && len(actions.EphemeralContainersToStart) == 0 {
