@@ -1,13 +1,10 @@
 package server
 
 import (
-	"net/http"
-	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"google.golang.org/grpc/codes"
 )
 
@@ -62,19 +59,4 @@ func (m *metrics) observe(meth *method, code codes.Code, d time.Duration) {
 	m.operations.WithLabelValues(meth.op, code.String()).Inc()
 	m.errors.WithLabelValues(meth.op).Inc()
 	m.duration.WithLabelValues(meth.op).Observe(d.Seconds())
-}
-
-// httpHandler serves /metrics from the server's registry and /healthz, which
-// answers 200 while the gateway serves and 503 once it is shutting down.
-func (m *metrics) httpHandler(serving *atomic.Bool) *http.ServeMux {
-	mux := http.NewServeMux()
-	mux.Handle("/metrics", promhttp.HandlerFor(m.registry, promhttp.HandlerOpts{Registry: m.registry}))
-	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
-		if !serving.Load() {
-			http.Error(w, "shutting down", http.StatusServiceUnavailable)
-			return
-		}
-		w.Write([]byte("ok\n"))
-	})
-	return mux
 }

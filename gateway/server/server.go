@@ -48,6 +48,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/splitlet/splitlet/internal/opsmux"
+
 	"go.uber.org/zap"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
@@ -317,11 +319,10 @@ func stopBounded(gs *grpc.Server, timeout time.Duration, log *zap.Logger) {
 
 // MetricsHandler serves /metrics and /healthz, and with Config.Profiling
 // /debug/pprof/, as on MetricsAddr.
+// /healthz answers 503 once the gateway is shutting down.
 func (s *Server) MetricsHandler() http.Handler {
-	mux := s.metrics.httpHandler(&s.serving)
-	if s.cfg.Profiling {
-		addProfiling(mux)
-	}
+	mux := http.NewServeMux()
+	opsmux.Add(mux, s.metrics.registry, s.serving.Load, s.cfg.Profiling)
 	return mux
 }
 

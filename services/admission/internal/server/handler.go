@@ -3,6 +3,8 @@ package server
 import (
 	"net/http"
 
+	"github.com/splitlet/splitlet/internal/opsmux"
+
 	"connectrpc.com/connect"
 	"connectrpc.com/grpchealth"
 
@@ -15,8 +17,8 @@ import (
 const compressMinBytes = 1024
 
 // Handler returns the HTTP handler serving AdmissionService (gRPC, gRPC-Web
-// and Connect), grpc.health.v1.Health, /metrics and, with Options.Profiling,
-// /debug/pprof/ (profiling.go). Serve it over h2c so gRPC
+// and Connect), grpc.health.v1.Health, /metrics, /healthz and, with
+// Options.Profiling, /debug/pprof/ (opsmux). Serve it over h2c so gRPC
 // clients can use plain TCP. opts come after the service's defaults
 // (compressMinBytes), so they may override them.
 func (s *Service) Handler(opts ...connect.HandlerOption) http.Handler {
@@ -24,9 +26,6 @@ func (s *Service) Handler(opts ...connect.HandlerOption) http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle(admissionv1connect.NewAdmissionServiceHandler(s, opts...))
 	mux.Handle(grpchealth.NewHandler(s.health, opts...))
-	mux.Handle("/metrics", s.metrics.handler())
-	if s.profiling {
-		addProfiling(mux)
-	}
+	opsmux.Add(mux, s.metrics.registry, nil, s.profiling)
 	return mux
 }

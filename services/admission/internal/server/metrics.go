@@ -1,12 +1,10 @@
 package server
 
 import (
-	"net/http"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
 // Values of the result label of admission_admit_total.
@@ -54,8 +52,4 @@ func newMetrics() *metrics {
 func (m *metrics) observeAdmit(result, reason string, d time.Duration) {
 	m.admits.WithLabelValues(result, reason).Inc()
 	m.duration.WithLabelValues(result).Observe(d.Seconds())
-}
-
-func (m *metrics) handler() http.Handler {
-	return promhttp.HandlerFor(m.registry, promhttp.HandlerOpts{Registry: m.registry})
 }

@@ -20,10 +20,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/splitlet/splitlet/internal/opsmux"
+
 	"connectrpc.com/connect"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"go.uber.org/zap"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
@@ -287,20 +288,10 @@ func newHTTPServer(addr string, h http.Handler) *http.Server {
 	return &http.Server{Addr: addr, Handler: h, Protocols: &protocols, ReadHeaderTimeout: 10 * time.Second}
 }
 
-// addOps adds /metrics and /healthz to mux, and with profiling Go's pprof
-// handlers under /debug/pprof/.
+// addOps adds /metrics, /healthz and, with profiling, /debug/pprof/ to
+// mux, as every splitlet process does (opsmux).
 func addOps(mux *http.ServeMux, reg *prometheus.Registry, profiling bool) {
-	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
-		_, _ = w.Write([]byte("ok"))
-	})
-	if profiling {
-		// net/http/pprof registers its handlers (index and named
-		// profiles, cmdline, profile, symbol, trace) on
-		// http.DefaultServeMux, which serves nothing else here; GET only,
-		// as the kubelet's profiling routes.
-		mux.Handle("GET /debug/pprof/", http.DefaultServeMux)
-	}
+	opsmux.Add(mux, reg, nil, profiling)
 }
 
 // logInterceptor puts the process logger, with the procedure, in every
