@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/containerd/errdefs"
+	"go.uber.org/zap"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -17,8 +19,10 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
 
 	"github.com/splitlet/splitlet/services/sync/internal/kuberuntime"
+	"github.com/splitlet/splitlet/services/sync/internal/logctx"
 )
 
 // DefaultObjectTTL is how long Objects serves a ConfigMap or Secret it read
@@ -55,6 +59,9 @@ type Objects struct {
 	services       corelisters.ServiceLister
 	servicesSynced func() bool
 	factory        informers.SharedInformerFactory
+	// servicesForbidden is set when the API server refuses to list
+	// Services: see ListServices.
+	servicesForbidden atomic.Bool
 }
 
 var _ kuberuntime.ObjectGetter = (*Objects)(nil)
@@ -80,7 +87,7 @@ func NewObjects(client kubernetes.Interface, opts ObjectsOptions) *Objects {
 	}
 	factory := informers.NewSharedInformerFactory(client, 0)
 	svc := factory.Core().V1().Services()
-	return &Objects{
+	o := &Objects{
 		client:         client,
 		ttl:            opts.TTL,
 		now:            opts.Now,
@@ -90,6 +97,14 @@ func NewObjects(client kubernetes.Interface, opts ObjectsOptions) *Objects {
 		servicesSynced: svc.Informer().HasSynced,
 		factory:        factory,
 	}
+	// Cannot fail: the informer has not started.
+	_ = svc.Informer().SetWatchErrorHandlerWithContext(func(ctx context.Context, r *cache.Reflector, err error) {
+		if apierrors.IsForbidden(err) && !o.servicesForbidden.Swap(true) {
+			logctx.From(ctx).Error("the API server refuses to list Services: pods get no service variables (KUBERNETES_SERVICE_HOST...) until sync may list and watch services", zap.Error(err))
+		}
+		cache.DefaultWatchErrorHandler(ctx, r, err)
+	})
+	return o
 }
 
 // Run watches Services until ctx ends.
@@ -172,9 +187,15 @@ func (o *Objects) pruneLocked(now time.Time) {
 var errServicesNotSynced = fmt.Errorf("%w: services not yet listed from the API server", errdefs.ErrUnavailable)
 
 // ListServices implements kuberuntime.ObjectGetter from the informer's
-// cache.
+// cache. Where sync may not list Services (RBAC without the Node
+// authorizer's grant) there are none, and an error is logged once: the
+// kubelet would wait for them forever and start no pod from the API
+// server.
 func (o *Objects) ListServices(_ context.Context, namespace string) ([]*v1.Service, error) {
 	if !o.servicesSynced() {
+		if o.servicesForbidden.Load() {
+			return nil, nil
+		}
 		return nil, errServicesNotSynced
 	}
 	svcs, err := o.services.Services(namespace).List(labels.Everything())

@@ -247,3 +247,18 @@ func TestObjectsServiceAccountToken(t *testing.T) {
 		}
 	}
 }
+
+func TestObjectsListServicesForbidden(t *testing.T) {
+	client := fake.NewClientset()
+	client.PrependReactor("list", "services", func(k8stesting.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewForbidden(v1.Resource("services"), "", errors.New("RBAC"))
+	})
+	o := NewObjects(client, ObjectsOptions{})
+	go o.Run(t.Context())
+	// Not synced, but known to be refused: no services rather than a
+	// wait that never ends.
+	waitUntil(t, func() bool {
+		svcs, err := o.ListServices(t.Context(), "default")
+		return err == nil && len(svcs) == 0
+	})
+}
