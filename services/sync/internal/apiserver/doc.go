@@ -12,7 +12,11 @@
 //     precondition);
 //   - NodeRegistrar registers the Node (labels, a taint that keeps pods not
 //     asking for splitlet away, capacity, conditions), renews its Lease in
-//     kube-node-lease and refreshes the node status.
+//     kube-node-lease and refreshes the node status;
+//   - Objects reads the ConfigMaps, Secrets and Services of the pods' env
+//     and volumes (GETs cached for a TTL, a Services informer) and their
+//     service account tokens (TokenRequest, renewed at 80% of a lifetime):
+//     kuberuntime's ObjectGetter.
 //
 // Usage sketch:
 //
@@ -21,6 +25,8 @@
 //	sm := apiserver.NewStatusManager(client, podManager, apiserver.StatusOptions{})
 //	go sm.Run(ctx) // and register sm as the "apiserver" Finalizer
 //	go apiserver.NewNodeRegistrar(client, apiserver.NodeOptions{Name: node}).Run(ctx)
+//	objects := apiserver.NewObjects(client, apiserver.ObjectsOptions{})
+//	go objects.Run(ctx) // and pass it as kuberuntime.EnvOptions.Objects
 package apiserver
 
 import (
