@@ -378,6 +378,11 @@ func volumeHostPath(ctx context.Context, pod *v1.Pod, name string, opts Containe
 		case vol.HostPath != nil:
 			return vol.HostPath.Path, false, nil
 		case isAtomicWriterVolume(&vol.VolumeSource):
+			// SyncPod's setUpVolumes refreshed it when it could;
+			// written here when it never was.
+			if dir := atomicVolumeDir(pod, vol, opts); isSetUp(dir) {
+				return dir, true, nil
+			}
 			dir, err := setUpAtomicVolume(ctx, pod, vol, volField, opts)
 			return dir, true, err
 		case vol.EmptyDir != nil:

@@ -105,15 +105,19 @@ func (m *Manager) SyncPodWithResult(ctx context.Context, pod *v1.Pod, podStatus 
 		}
 	}
 
-	// Volumes are refreshed on every sync of a pod that runs or will,
-	// as the kubelet's syncPod waits for its volumes each time.
-	if !actions.KillPod || actions.CreateSandbox {
-		m.setUpVolumes(ctx, pod)
-	}
-
 	sandboxID := actions.SandboxID
+	toStart := len(actions.ContainersToStart) + len(actions.InitContainersToStart) + len(actions.EphemeralContainersToStart)
+	// Volumes are refreshed on every sync of a pod that runs or will, as
+	// the kubelet's syncPod waits for its volumes each time; nothing
+	// starts while one was never set up (the containers wait in
+	// ContainerCreating, as the kubelet's).
+	if !actions.KillPod || actions.CreateSandbox {
+		if err := m.setUpVolumes(ctx, pod); err != nil && toStart > 0 {
+			return res, err
+		}
+	}
 	if actions.CreateSandbox {
-		if len(actions.ContainersToStart) == 0 && len(actions.InitContainersToStart) == 0 && len(actions.EphemeralContainersToStart) == 0 {
+		if toStart == 0 {
 			// Nothing would run in it: the pod is done.
 			return res, nil
 		}
@@ -127,7 +131,7 @@ func (m *Manager) SyncPodWithResult(ctx context.Context, pod *v1.Pod, podStatus 
 		res.CreatedSandbox = id
 		log.Info("created pod sandbox", zap.String("sandbox", id), zap.Uint32("attempt", actions.Attempt))
 	}
-	if sandboxID == "" || len(actions.ContainersToStart)+len(actions.InitContainersToStart)+len(actions.EphemeralContainersToStart) == 0 {
+	if sandboxID == "" || toStart == 0 {
 		return res, nil
 	}
 	sbConfig, err := generatePodSandboxConfig(ctx, pod, actions.Attempt, m.opts.Sandbox)

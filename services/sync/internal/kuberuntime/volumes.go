@@ -72,13 +72,17 @@ func setUpAtomicVolume(ctx context.Context, pod *v1.Pod, vol *v1.Volume, volFiel
 	return dir, nil
 }
 
-// setUpVolumes refreshes every configMap, secret, downwardAPI and
-// projected volume of the pod, so that changes reach running containers
-// (a subPath mount keeps the file it was started with, as in the kubelet).
-// The kubelet re-runs volume setup on each pod sync the same way. A
-// failure is logged and recorded as a FailedMount event; a container start
-// that needs the volume then fails with CreateContainerConfigError.
-func (m *Manager) setUpVolumes(ctx context.Context, pod *v1.Pod) {
+// setUpVolumes writes every configMap, secret, downwardAPI and projected
+// volume of the pod, so that changes reach running containers (a subPath
+// mount keeps the file it was started with, as in the kubelet): the
+// kubelet re-runs volume setup on each pod sync the same way. A failure is
+// logged and recorded as the kubelet's FailedMount event. A volume that
+// failed and was never set up is unmounted: the kubelet's
+// WaitForAttachAndMount fails then, and the error returned names those
+// volumes with its message. A volume set up before keeps its files.
+func (m *Manager) setUpVolumes(ctx context.Context, pod *v1.Pod) error {
+	var unmounted []string
+	var errs []error
 	for i := range pod.Spec.Volumes {
 		vol := &pod.Spec.Volumes[i]
 		if !isAtomicWriterVolume(&vol.VolumeSource) {
@@ -87,8 +91,25 @@ func (m *Manager) setUpVolumes(ctx context.Context, pod *v1.Pod) {
 		if _, err := setUpAtomicVolume(ctx, pod, vol, fmt.Sprintf("spec.volumes[%d]", i), m.opts.Container); err != nil {
 			loggerFrom(ctx).Warn("volume setup failed", zap.String("volume", vol.Name), zap.Error(err))
 			m.opts.Recorder.Eventf(pod, v1.EventTypeWarning, events.FailedMountVolume, "%v", err)
+			if !isSetUp(atomicVolumeDir(pod, vol, m.opts.Container)) {
+				unmounted = append(unmounted, vol.Name)
+				errs = append(errs, err)
+			}
 		}
 	}
+	if len(unmounted) == 0 {
+		return nil
+	}
+	err := fmt.Errorf("unmounted volumes=%v, unattached volumes=[]: %w", unmounted, errors.Join(errs...))
+	m.opts.Recorder.Eventf(pod, v1.EventTypeWarning, events.FailedMountVolume, "Unable to attach or mount volumes: %v", err)
+	return err
+}
+
+// isSetUp reports whether an AtomicWriter volume directory was written
+// once (it has a ..data link).
+func isSetUp(dir string) bool {
+	_, err := os.Lstat(filepath.Join(dir, "..data"))
+	return err == nil
 }
 
 // defaultVolumeMode is what the API server defaults defaultMode to.

@@ -11,6 +11,7 @@ import (
 	"github.com/containerd/errdefs"
 	v1 "k8s.io/api/core/v1"
 
+	"github.com/splitlet/splitlet/services/sync/internal/container"
 	"github.com/splitlet/splitlet/services/sync/internal/events"
 )
 
@@ -210,7 +211,9 @@ func TestConfigMapVolumeMountAndRefresh(t *testing.T) {
 	objs.configMaps["default/cfg"] = &v1.ConfigMap{Data: map[string]string{"LEVEL": "info"}}
 	rec := &events.FakeRecorder{}
 	m := NewManager(nil, nil, ManagerOptions{Container: opts, Recorder: rec})
-	m.setUpVolumes(t.Context(), pod)
+	if err := m.setUpVolumes(t.Context(), pod); err != nil {
+		t.Fatal(err)
+	}
 	if got := read("LEVEL"); got != "info" {
 		t.Errorf("after a sync LEVEL = %q, want info", got)
 	}
@@ -219,12 +222,85 @@ func TestConfigMapVolumeMountAndRefresh(t *testing.T) {
 	}
 
 	delete(objs.configMaps, "default/cfg")
-	m.setUpVolumes(t.Context(), pod)
+	if err := m.setUpVolumes(t.Context(), pod); err != nil {
+		t.Errorf("a volume set up before is still mounted, got %v", err)
+	}
 	want := []string{`Warning FailedMount MountVolume.SetUp failed for volume "cfg" : configmap "cfg" not found`}
 	if got := rec.Events(); !reflect.DeepEqual(got, want) {
 		t.Errorf("events %q, want %q", got, want)
 	}
 	if got := read("LEVEL"); got != "info" {
 		t.Errorf("a failed refresh changed LEVEL to %q", got)
+	}
+}
+
+// TestMissingSourceBlocksStart: a non-optional Secret that does not exist
+// keeps the pod's containers from starting, with the kubelet's events, and
+// the pod starts once it exists.
+func TestMissingSourceBlocksStart(t *testing.T) {
+	objs := testObjects()
+	pod := envPod()
+	pod.Spec.Volumes = []v1.Volume{{Name: "creds", VolumeSource: v1.VolumeSource{Secret: &v1.SecretVolumeSource{SecretName: "later"}}}}
+	rec := &events.FakeRecorder{}
+	m := NewManager(nil, nil, ManagerOptions{Container: ContainerOptions{PodVolumesRoot: t.TempDir(), EnvOptions: EnvOptions{Objects: objs}}, Recorder: rec})
+
+	err := m.setUpVolumes(t.Context(), pod)
+	if err == nil || !strings.Contains(err.Error(), "unmounted volumes=[creds]") {
+		t.Fatalf("error %v, want unmounted volumes=[creds]", err)
+	}
+	want := []string{
+		`Warning FailedMount MountVolume.SetUp failed for volume "creds" : secret "later" not found`,
+		`Warning FailedMount Unable to attach or mount volumes: unmounted volumes=[creds], unattached volumes=[]: MountVolume.SetUp failed for volume "creds" : secret "later" not found`,
+	}
+	if got := rec.Events(); !reflect.DeepEqual(got, want) {
+		t.Errorf("events %q\nwant %q", got, want)
+	}
+
+	objs.secrets["default/later"] = &v1.Secret{Data: map[string][]byte{"k": []byte("v")}}
+	if err := m.setUpVolumes(t.Context(), pod); err != nil {
+		t.Fatalf("once the secret exists: %v", err)
+	}
+}
+
+// TestSyncPodWaitsForVolumes: SyncPod creates no sandbox and no container
+// while a volume was never set up, and starts the pod, with the volume
+// mounted read-only, once its Secret exists.
+func TestSyncPodWaitsForVolumes(t *testing.T) {
+	objs := testObjects()
+	cri := &imageUserRecorder{mutationRecorder: &mutationRecorder{}, present: true}
+	dir := t.TempDir()
+	m := NewManager(cri, cri, ManagerOptions{
+		Sandbox:   SandboxOptions{PodLogsRoot: dir},
+		Container: ContainerOptions{PodLogsRoot: dir, PodContainersRoot: dir, PodVolumesRoot: dir, EnvOptions: EnvOptions{Objects: objs}},
+	})
+	pod := makeTestPod()
+	pod.Spec.Containers = pod.Spec.Containers[:1]
+	pod.Spec.Volumes = []v1.Volume{{Name: "creds", VolumeSource: v1.VolumeSource{Secret: &v1.SecretVolumeSource{SecretName: "later"}}}}
+	pod.Spec.Containers[0].VolumeMounts = []v1.VolumeMount{{Name: "creds", MountPath: "/creds"}}
+
+	_, err := m.SyncPodWithResult(t.Context(), pod, &container.PodStatus{ID: pod.UID}, &fakeProbes{})
+	if err == nil || !strings.Contains(err.Error(), "unmounted volumes=[creds]") {
+		t.Fatalf("SyncPod error %v, want unmounted volumes", err)
+	}
+	if calls := cri.calls(); len(calls) != 0 {
+		t.Fatalf("runtime calls %v while a volume is missing", calls)
+	}
+	if _, waiting := m.ContainerWaiting(pod.UID, "foo1"); waiting {
+		t.Error("a waiting reason was recorded: the container should show ContainerCreating")
+	}
+
+	objs.secrets["default/later"] = &v1.Secret{Data: map[string][]byte{"k": []byte("v")}}
+	if _, err := m.SyncPodWithResult(t.Context(), pod, &container.PodStatus{ID: pod.UID}, &fakeProbes{}); err != nil {
+		t.Fatalf("SyncPod once the secret exists: %v", err)
+	}
+	if len(cri.createConfig) != 1 {
+		t.Fatalf("%d containers created, want 1", len(cri.createConfig))
+	}
+	mounts := cri.createConfig[0].GetMounts()
+	if len(mounts) == 0 || mounts[0].GetContainerPath() != "/creds" || !mounts[0].GetReadonly() {
+		t.Fatalf("mounts %v", mounts)
+	}
+	if b, err := os.ReadFile(filepath.Join(mounts[0].GetHostPath(), "k")); err != nil || string(b) != "v" {
+		t.Errorf("secret file: %q, %v", b, err)
 	}
 }
