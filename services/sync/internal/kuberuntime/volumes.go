@@ -62,9 +62,13 @@ func setUpAtomicVolume(ctx context.Context, pod *v1.Pod, vol *v1.Volume, volFiel
 	if err := os.MkdirAll(dir, 0o750); err != nil {
 		return "", fmt.Errorf("MountVolume.SetUp failed for volume %q : %w", vol.Name, err)
 	}
+	var setPerms func(string) error
+	if g := fsGroup(pod); g != nil {
+		setPerms = func(d string) error { return volume.SetVolumeOwnership(d, *g) }
+	}
 	w, err := volume.NewAtomicWriter(dir)
 	if err == nil {
-		err = w.Write(payload)
+		err = w.Write(payload, setPerms)
 	}
 	if err != nil {
 		return "", fmt.Errorf("MountVolume.SetUp failed for volume %q : %w", vol.Name, err)
@@ -110,6 +114,15 @@ func (m *Manager) setUpVolumes(ctx context.Context, pod *v1.Pod) error {
 func isSetUp(dir string) bool {
 	_, err := os.Lstat(filepath.Join(dir, "..data"))
 	return err == nil
+}
+
+// fsGroup is the pod's securityContext.fsGroup: the group the files of its
+// volumes get, as the kubelet's SetVolumeOwnership gives them.
+func fsGroup(pod *v1.Pod) *int64 {
+	if sc := pod.Spec.SecurityContext; sc != nil {
+		return sc.FSGroup
+	}
+	return nil
 }
 
 // defaultVolumeMode is what the API server defaults defaultMode to.
@@ -275,6 +288,12 @@ func projectedPayload(ctx context.Context, pod *v1.Pod, src *v1.ProjectedVolumeS
 }
 
 func serviceAccountTokenPayload(ctx context.Context, pod *v1.Pod, src *v1.ServiceAccountTokenProjection, mode int32, field string, opts ContainerOptions) (map[string]volume.FileProjection, error) {
+	// Under an fsGroup the token is 0600, which SetVolumeOwnership makes
+	// 0640: readable by the group, not by everyone (the kubelet's
+	// projected plugin).
+	if fsGroup(pod) != nil {
+		mode = 0o600
+	}
 	if opts.Objects == nil {
 		return nil, fmt.Errorf("%w: %s: service account tokens need an API server (--kubeconfig)", errdefs.ErrNotImplemented, field)
 	}

@@ -304,3 +304,27 @@ func TestSyncPodWaitsForVolumes(t *testing.T) {
 		t.Errorf("secret file: %q, %v", b, err)
 	}
 }
+
+func TestVolumeFSGroup(t *testing.T) {
+	root := t.TempDir()
+	pod := envPod()
+	gid := int64(os.Getgid())
+	pod.Spec.SecurityContext = &v1.PodSecurityContext{FSGroup: &gid}
+	vol := v1.Volume{Name: "kube-api-access", VolumeSource: v1.VolumeSource{Projected: &v1.ProjectedVolumeSource{Sources: []v1.VolumeProjection{
+		{ServiceAccountToken: &v1.ServiceAccountTokenProjection{Path: "token"}},
+		{Secret: &v1.SecretProjection{LocalObjectReference: v1.LocalObjectReference{Name: "creds"}, Items: []v1.KeyToPath{{Key: "USER", Path: "user", Mode: int32p(0o400)}}}},
+	}}}}
+	dir, err := setUpAtomicVolume(t.Context(), pod, &vol, "spec.volumes[0]", ContainerOptions{PodVolumesRoot: root, EnvOptions: EnvOptions{Objects: testObjects()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for path, want := range map[string]os.FileMode{"token": 0o640, "user": 0o440} {
+		fi, err := os.Stat(filepath.Join(dir, path))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fi.Mode() != want {
+			t.Errorf("%s: mode %v, want %v", path, fi.Mode(), want)
+		}
+	}
+}

@@ -52,12 +52,13 @@ func NewAtomicWriter(targetDir string) (*AtomicWriter, error) {
 //  2. when "..data" already holds this content and no file must go, only
 //     the user-visible symlinks are checked;
 //  3. otherwise the files are written to a new "..YYYY_MM_DD_HH_MM_SS.N"
-//     directory with exactly their mode, "..data_tmp" is pointed at it and
-//     renamed over "..data";
+//     directory with exactly their mode, setPerms (if not nil) is run on
+//     that directory, "..data_tmp" is pointed at it and renamed over
+//     "..data";
 //  4. a symlink "<first path element> -> ..data/<first path element>" is
 //     made for each new top-level entry, those of removed ones deleted, and
 //     the old timestamped directory removed.
-func (w *AtomicWriter) Write(payload map[string]FileProjection) error {
+func (w *AtomicWriter) Write(payload map[string]FileProjection, setPerms func(dir string) error) error {
 	clean, err := validatePayload(payload)
 	if err != nil {
 		return err
@@ -78,7 +79,7 @@ func (w *AtomicWriter) Write(payload map[string]FileProjection) error {
 		if toRemove, err = pathsToRemove(clean, oldTsPath); err != nil {
 			return err
 		}
-		should, err := shouldWritePayload(clean, oldTsPath)
+		should, err := shouldWritePayload(clean, oldTsPath, setPerms == nil)
 		if err != nil {
 			return err
 		}
@@ -96,6 +97,12 @@ func (w *AtomicWriter) Write(payload map[string]FileProjection) error {
 		if err := writePayloadToDir(clean, tsDir); err != nil {
 			_ = os.RemoveAll(tsDir)
 			return err
+		}
+		if setPerms != nil {
+			if err := setPerms(tsDir); err != nil {
+				_ = os.RemoveAll(tsDir)
+				return fmt.Errorf("apply ownership settings: %w", err)
+			}
 		}
 		newDataDirPath := filepath.Join(w.targetDir, newDataDirName)
 		_ = os.Remove(newDataDirPath) // left over by an interrupted write
@@ -164,10 +171,11 @@ func validatePath(targetPath string) error {
 }
 
 // shouldWritePayload reports whether a file of payload is missing from, or
-// differs in content or mode from, the old timestamped directory. The
-// kubelet's compares content only; a changed defaultMode must reach the
-// files too.
-func shouldWritePayload(payload map[string]FileProjection, oldTsDir string) (bool, error) {
+// differs in content from, the old timestamped directory, or, with
+// compareModes, in mode. The kubelet's compares content only; a changed
+// defaultMode must reach the files too, unless setPerms changes modes
+// after the write.
+func shouldWritePayload(payload map[string]FileProjection, oldTsDir string, compareModes bool) (bool, error) {
 	for p, fp := range payload {
 		full := filepath.Join(oldTsDir, p)
 		fi, err := os.Lstat(full)
@@ -177,7 +185,7 @@ func shouldWritePayload(payload map[string]FileProjection, oldTsDir string) (boo
 		if err != nil {
 			return false, err
 		}
-		if fi.Mode().Perm() != os.FileMode(fp.Mode).Perm() {
+		if compareModes && fi.Mode().Perm() != os.FileMode(fp.Mode).Perm() {
 			return true, nil
 		}
 		onDisk, err := os.ReadFile(full)
@@ -287,4 +295,28 @@ func (w *AtomicWriter) removeUserVisiblePaths(paths []string) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// SetVolumeOwnership gives dir and everything under it the group fsGroup
+// and makes it readable (and directories traversable, setgid) by that
+// group, symlinks excepted. Matches the kubelet's SetVolumeOwnership with
+// changeFilePermission for a read-only volume, which configMap, secret,
+// downwardAPI and projected volumes are.
+func SetVolumeOwnership(dir string, fsGroup int64) error {
+	return filepath.Walk(dir, func(p string, info os.FileInfo, err error) error {
+		if err != nil {
+			return err
+		}
+		if err := os.Lchown(p, -1, int(fsGroup)); err != nil {
+			return err
+		}
+		if info.Mode()&os.ModeSymlink != 0 {
+			return nil
+		}
+		mask := os.FileMode(0o440)
+		if info.IsDir() {
+			mask |= os.ModeSetgid | 0o110
+		}
+		return os.Chmod(p, info.Mode()|mask)
+	})
 }

@@ -110,7 +110,7 @@ func TestAtomicWriter(t *testing.T) {
 				t.Fatal(err)
 			}
 			for _, p := range tc.writes {
-				if err := w.Write(p); err != nil {
+				if err := w.Write(p, nil); err != nil {
 					t.Fatalf("Write: %v", err)
 				}
 			}
@@ -158,7 +158,7 @@ func TestAtomicWriterUnchangedKeepsDirectory(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := map[string]FileProjection{"a": {Data: []byte("1"), Mode: 0o644}}
-	if err := w.Write(p); err != nil {
+	if err := w.Write(p, nil); err != nil {
 		t.Fatal(err)
 	}
 	before, _ := os.Readlink(filepath.Join(dir, dataDirName))
@@ -166,7 +166,7 @@ func TestAtomicWriterUnchangedKeepsDirectory(t *testing.T) {
 	if err := os.Remove(filepath.Join(dir, "a")); err != nil {
 		t.Fatal(err)
 	}
-	if err := w.Write(p); err != nil {
+	if err := w.Write(p, nil); err != nil {
 		t.Fatal(err)
 	}
 	after, _ := os.Readlink(filepath.Join(dir, dataDirName))
@@ -183,7 +183,7 @@ func TestAtomicWriterRejectsPaths(t *testing.T) {
 		t.Run(p, func(t *testing.T) {
 			dir := t.TempDir()
 			w, _ := NewAtomicWriter(dir)
-			if err := w.Write(map[string]FileProjection{p: {Mode: 0o644}}); err == nil {
+			if err := w.Write(map[string]FileProjection{p: {Mode: 0o644}}, nil); err == nil {
 				t.Fatal("want an error")
 			}
 			if entries, _ := os.ReadDir(dir); len(entries) != 0 {
@@ -208,4 +208,36 @@ func mapsEqual(a, b map[string]string) bool {
 		}
 	}
 	return true
+}
+
+func TestSetVolumeOwnership(t *testing.T) {
+	dir := t.TempDir()
+	w, err := NewAtomicWriter(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The process's own group: chown to it needs no privilege.
+	gid := int64(os.Getgid())
+	payload := map[string]FileProjection{"token": {Data: []byte("t"), Mode: 0o600}, "d/ca.crt": {Data: []byte("c"), Mode: 0o400}}
+	if err := w.Write(payload, func(d string) error { return SetVolumeOwnership(d, gid) }); err != nil {
+		t.Fatal(err)
+	}
+	before, _ := os.Readlink(filepath.Join(dir, dataDirName))
+	// The same payload again: the modes SetVolumeOwnership changed do not
+	// make it a new write.
+	if err := w.Write(payload, func(d string) error { return SetVolumeOwnership(d, gid) }); err != nil {
+		t.Fatal(err)
+	}
+	if after, _ := os.Readlink(filepath.Join(dir, dataDirName)); after != before {
+		t.Errorf("..data moved from %s to %s for the same payload", before, after)
+	}
+	for path, want := range map[string]os.FileMode{"token": 0o640, "d/ca.crt": 0o440, "d": os.ModeDir | os.ModeSetgid | 0o755} {
+		fi, err := os.Stat(filepath.Join(dir, path))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fi.Mode() != want {
+			t.Errorf("%s: mode %v, want %v", path, fi.Mode(), want)
+		}
+	}
 }
