@@ -77,10 +77,12 @@ func (k *Keeper) Run(ctx context.Context) {
 	log := logctx.From(ctx)
 	pending := map[types.UID]*store.KeptStatus{}
 	for {
-		// Every change up to base is in the listing below; every later
-		// one comes on the subscription.
-		base := k.pods.Seq()
+		// Every change after the subscription comes on it; every change up
+		// to base happened before the listing below, which shows it. (Read
+		// before subscribing, base could miss a change made in between,
+		// which the listing shows but the gauge would count unsaved.)
 		events, cancel := k.pods.Subscribe(1024)
+		base := k.pods.Seq()
 		for _, p := range k.pods.GetPodsWithStatus() {
 			keep(pending, podmanager.Event{Type: podmanager.Modified, Pod: p})
 		}
@@ -95,6 +97,9 @@ func (k *Keeper) Run(ctx context.Context) {
 			}
 			select {
 			case <-ctx.Done():
+				// What was published before the end is written too.
+				last, _ := drain(events, pending)
+				seen = max(seen, last)
 				cancel()
 				if k.flush(log, pending) {
 					k.saved.Store(seen)
