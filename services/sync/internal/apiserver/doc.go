@@ -14,7 +14,7 @@
 //     asking for splitlet away, capacity, conditions), renews its Lease in
 //     kube-node-lease and refreshes the node status;
 //   - Objects reads the ConfigMaps, Secrets and Services of the pods' env
-//     and volumes (GETs cached for a TTL, a Services informer) and their
+//     and volumes (a watch per object, a Services informer) and their
 //     service account tokens (TokenRequest, renewed at 80% of a lifetime):
 //     kuberuntime's ObjectGetter.
 //

@@ -14,9 +14,11 @@ import (
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/informers"
+	coreinformers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
@@ -25,35 +27,44 @@ import (
 	"github.com/splitlet/splitlet/services/sync/internal/logctx"
 )
 
-// DefaultObjectTTL is how long Objects serves a ConfigMap or Secret it read
-// before reading it again. The kubelet's TTL-based managers use a minute (or
-// the node's node.alpha.kubernetes.io/ttl annotation); a shorter one lets a
-// change reach env and volumes sooner at the cost of one GET per object and
-// pod sync.
-const DefaultObjectTTL = 10 * time.Second
+// DefaultObjectIdleTimeout is how long Objects keeps watching a ConfigMap
+// or Secret that nothing asked for: pods being synced ask for their
+// volumes' objects on every sync, so only objects no running pod mounts
+// (env only, or pods gone) are let go. The kubelet stops a watch when the
+// last pod referring to the object is unregistered.
+const DefaultObjectIdleTimeout = 10 * time.Minute
+
+// objectSyncTimeout bounds the wait for a new watch's first list; the
+// kubelet's watch-based manager waits a second, then fails the pod sync.
+const objectSyncTimeout = 5 * time.Second
 
 // ObjectsOptions configure Objects.
 type ObjectsOptions struct {
-	// TTL is how long a read object is served from the cache; zero means
-	// DefaultObjectTTL.
-	TTL time.Duration
+	// IdleTimeout is how long an object nothing asks for stays watched;
+	// zero means DefaultObjectIdleTimeout.
+	IdleTimeout time.Duration
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 }
 
 // Objects reads the ConfigMaps, Secrets and Services the pods' env and
-// volumes refer to, and requests their service account tokens. ConfigMaps and Secrets are read with a GET and kept for
-// a TTL, like the kubelet's TTL-based configMapManager and secretManager
-// (cache_based_manager.go); Services come from an informer over every
-// namespace, like the kubelet's serviceLister. Returned objects are shared
-// with the cache: callers must not modify them.
+// volumes refer to, and requests their service account tokens. Each
+// ConfigMap and Secret asked for is watched from the first request on (a
+// list and watch of that one name), and served from that watch's cache,
+// like the kubelet's default watch-based configMapManager and
+// secretManager (watch_based_manager.go); Services come from an informer
+// over every namespace, like the kubelet's serviceLister. Returned objects
+// are shared with the caches: callers must not modify them.
 type Objects struct {
-	client kubernetes.Interface
-	ttl    time.Duration
-	now    func() time.Time
+	client      kubernetes.Interface
+	idleTimeout time.Duration
+	now         func() time.Time
+	// base is the context of the per-object watches; stop ends them.
+	base context.Context
+	stop context.CancelFunc
 
 	mu      sync.Mutex
-	entries map[objectKey]cachedObject
+	watches map[objectKey]*objectWatch
 	tokens  map[tokenKey]*authenticationv1.TokenRequest
 
 	services       corelisters.ServiceLister
@@ -70,28 +81,25 @@ type objectKey struct {
 	kind, namespace, name string
 }
 
-type cachedObject struct {
-	obj     any // *v1.ConfigMap or *v1.Secret
-	err     error
-	fetched time.Time
-}
-
 // NewObjects returns Objects reading through client. Services are known
 // once Run has read them.
 func NewObjects(client kubernetes.Interface, opts ObjectsOptions) *Objects {
-	if opts.TTL <= 0 {
-		opts.TTL = DefaultObjectTTL
+	if opts.IdleTimeout <= 0 {
+		opts.IdleTimeout = DefaultObjectIdleTimeout
 	}
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
 	factory := informers.NewSharedInformerFactory(client, 0)
 	svc := factory.Core().V1().Services()
+	base, stop := context.WithCancel(context.Background())
 	o := &Objects{
 		client:         client,
-		ttl:            opts.TTL,
+		idleTimeout:    opts.IdleTimeout,
 		now:            opts.Now,
-		entries:        map[objectKey]cachedObject{},
+		base:           base,
+		stop:           stop,
+		watches:        map[objectKey]*objectWatch{},
 		tokens:         map[tokenKey]*authenticationv1.TokenRequest{},
 		services:       svc.Lister(),
 		servicesSynced: svc.Informer().HasSynced,
@@ -107,10 +115,11 @@ func NewObjects(client kubernetes.Interface, opts ObjectsOptions) *Objects {
 	return o
 }
 
-// Run watches Services until ctx ends.
+// Run watches Services until ctx ends, then stops every watch.
 func (o *Objects) Run(ctx context.Context) {
 	o.factory.Start(ctx.Done())
 	<-ctx.Done()
+	o.stop()
 	o.factory.Shutdown()
 }
 
@@ -124,8 +133,8 @@ func (e notFoundError) Unwrap() []error { return []error{e.err, errdefs.ErrNotFo
 // GetConfigMap implements kuberuntime.ObjectGetter. A missing ConfigMap's
 // error reads `configmap "name" not found`, the kubelet's message.
 func (o *Objects) GetConfigMap(ctx context.Context, namespace, name string) (*v1.ConfigMap, error) {
-	obj, err := o.get(ctx, objectKey{"configmap", namespace, name}, func(ctx context.Context) (any, error) {
-		return o.client.CoreV1().ConfigMaps(namespace).Get(ctx, name, metav1.GetOptions{})
+	obj, err := o.get(ctx, objectKey{"configmap", namespace, name}, func() cache.SharedIndexInformer {
+		return coreinformers.NewFilteredConfigMapInformer(o.client, namespace, 0, cache.Indexers{}, nameSelector(name))
 	})
 	if err != nil {
 		return nil, err
@@ -136,8 +145,8 @@ func (o *Objects) GetConfigMap(ctx context.Context, namespace, name string) (*v1
 // GetSecret implements kuberuntime.ObjectGetter. A missing Secret's error
 // reads `secret "name" not found`, the kubelet's message.
 func (o *Objects) GetSecret(ctx context.Context, namespace, name string) (*v1.Secret, error) {
-	obj, err := o.get(ctx, objectKey{"secret", namespace, name}, func(ctx context.Context) (any, error) {
-		return o.client.CoreV1().Secrets(namespace).Get(ctx, name, metav1.GetOptions{})
+	obj, err := o.get(ctx, objectKey{"secret", namespace, name}, func() cache.SharedIndexInformer {
+		return coreinformers.NewFilteredSecretInformer(o.client, namespace, 0, cache.Indexers{}, nameSelector(name))
 	})
 	if err != nil {
 		return nil, err
@@ -145,42 +154,70 @@ func (o *Objects) GetSecret(ctx context.Context, namespace, name string) (*v1.Se
 	return obj.(*v1.Secret), nil
 }
 
-// get serves key from the cache while it is fresh, else reads it. A found
-// object and a NotFound are cached; any other error is not, so the next
-// sync asks again.
-func (o *Objects) get(ctx context.Context, key objectKey, read func(context.Context) (any, error)) (any, error) {
-	now := o.now()
-	o.mu.Lock()
-	e, ok := o.entries[key]
-	o.mu.Unlock()
-	if ok && now.Sub(e.fetched) < o.ttl {
-		return e.obj, e.err
+// nameSelector narrows a list or watch to one object, as the kubelet's
+// watch-based manager does.
+func nameSelector(name string) func(*metav1.ListOptions) {
+	return func(opts *metav1.ListOptions) {
+		opts.FieldSelector = fields.OneTermEqualSelector("metadata.name", name).String()
 	}
-	obj, err := read(ctx)
-	switch {
-	case apierrors.IsNotFound(err):
-		obj, err = nil, notFoundError{apierrors.NewNotFound(schema.GroupResource{Resource: key.kind}, key.name)}
-	case err != nil:
-		return nil, fmt.Errorf("get %s %s/%s: %w", key.kind, key.namespace, key.name, err)
-	}
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	o.entries[key] = cachedObject{obj: obj, err: err, fetched: now}
-	o.pruneLocked(now)
-	return obj, err
 }
 
-// pruneLocked drops expired entries once the cache has grown, so that
-// objects no pod refers to any more do not stay forever.
-func (o *Objects) pruneLocked(now time.Time) {
-	if len(o.entries) < 256 {
-		return
+// objectWatch is the watch of one ConfigMap or Secret.
+type objectWatch struct {
+	informer cache.SharedIndexInformer
+	cancel   context.CancelFunc
+	lastUsed time.Time
+	// lastErr is the watch's latest list or watch error, for the message
+	// when its first list does not complete.
+	lastErr atomic.Pointer[error]
+}
+
+// get serves key from its watch, starting the watch on the first request
+// and waiting up to objectSyncTimeout for its first list. Watches nothing
+// asked for within the idle timeout are stopped.
+func (o *Objects) get(ctx context.Context, key objectKey, newInformer func() cache.SharedIndexInformer) (any, error) {
+	now := o.now()
+	o.mu.Lock()
+	w := o.watches[key]
+	if w == nil {
+		wctx, cancel := context.WithCancel(o.base)
+		w = &objectWatch{informer: newInformer(), cancel: cancel}
+		_ = w.informer.SetWatchErrorHandlerWithContext(func(ctx context.Context, r *cache.Reflector, err error) {
+			w.lastErr.Store(&err)
+			cache.DefaultWatchErrorHandler(ctx, r, err)
+		})
+		o.watches[key] = w
+		go w.informer.RunWithContext(wctx)
 	}
-	for k, e := range o.entries {
-		if now.Sub(e.fetched) >= o.ttl {
-			delete(o.entries, k)
+	w.lastUsed = now
+	for k, other := range o.watches {
+		if now.Sub(other.lastUsed) > o.idleTimeout {
+			other.cancel()
+			delete(o.watches, k)
 		}
 	}
+	o.mu.Unlock()
+
+	if !w.informer.HasSynced() {
+		wctx, cancel := context.WithTimeout(ctx, objectSyncTimeout)
+		synced := cache.WaitForCacheSync(wctx.Done(), w.informer.HasSynced)
+		cancel()
+		if !synced {
+			cause := errors.New("timed out waiting for the condition")
+			if e := w.lastErr.Load(); e != nil {
+				cause = *e
+			}
+			return nil, fmt.Errorf("%w: failed to sync %s cache: %w", errdefs.ErrUnavailable, key.kind, cause)
+		}
+	}
+	obj, exists, err := w.informer.GetStore().GetByKey(key.namespace + "/" + key.name)
+	if err != nil {
+		return nil, fmt.Errorf("get %s %s/%s: %w", key.kind, key.namespace, key.name, err)
+	}
+	if !exists {
+		return nil, notFoundError{apierrors.NewNotFound(schema.GroupResource{Resource: key.kind}, key.name)}
+	}
+	return obj, nil
 }
 
 // errServicesNotSynced says the Services were not read once yet.

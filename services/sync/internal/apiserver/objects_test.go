@@ -1,6 +1,7 @@
 package apiserver
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"sync"
@@ -76,70 +77,88 @@ func TestObjectsGet(t *testing.T) {
 	}
 }
 
-func TestObjectsTTL(t *testing.T) {
+// TestObjectsWatch: an object is listed once, then its changes, deletion
+// and creation arrive through its watch.
+func TestObjectsWatch(t *testing.T) {
 	ctx := t.Context()
 	client := fake.NewClientset(&v1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "cfg"}, Data: map[string]string{"k": "v1"}})
-	gets := 0
-	client.PrependReactor("get", "configmaps", func(k8stesting.Action) (bool, runtime.Object, error) {
-		gets++
+	var mu sync.Mutex
+	lists := map[string]int{}
+	client.PrependReactor("list", "*", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		lists[a.GetResource().Resource]++
 		return false, nil, nil
 	})
-	clock := &fakeClock{t: time.Unix(1000, 0)}
-	o := NewObjects(client, ObjectsOptions{TTL: time.Minute, Now: clock.Now})
+	o := NewObjects(client, ObjectsOptions{})
+	t.Cleanup(o.stop)
 
-	read := func() string {
-		t.Helper()
+	value := func() string {
 		cm, err := o.GetConfigMap(ctx, "ns", "cfg")
 		if err != nil {
-			t.Fatal(err)
+			return err.Error()
 		}
 		return cm.Data["k"]
 	}
-	if got := read(); got != "v1" {
+	if got := value(); got != "v1" {
 		t.Fatalf("got %q", got)
 	}
 	updated := &v1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "cfg"}, Data: map[string]string{"k": "v2"}}
 	if _, err := client.CoreV1().ConfigMaps("ns").Update(ctx, updated, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	clock.Step(59 * time.Second)
-	if got := read(); got != "v1" || gets != 1 {
-		t.Fatalf("within the TTL: got %q after %d GETs, want the cached v1 after 1", got, gets)
+	waitUntil(t, func() bool { return value() == "v2" })
+	if err := client.CoreV1().ConfigMaps("ns").Delete(ctx, "cfg", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
 	}
-	clock.Step(time.Second)
-	if got := read(); got != "v2" || gets != 2 {
-		t.Fatalf("after the TTL: got %q after %d GETs, want v2 after 2", got, gets)
+	waitUntil(t, func() bool { return value() == `configmap "cfg" not found` })
+
+	if _, err := o.GetSecret(ctx, "ns", "later"); !errors.Is(err, errdefs.ErrNotFound) {
+		t.Fatalf("error %v, want not found", err)
+	}
+	if _, err := client.CoreV1().Secrets("ns").Create(ctx, &v1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "later"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, func() bool {
+		_, err := o.GetSecret(ctx, "ns", "later")
+		return err == nil
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	if lists["configmaps"] != 1 || lists["secrets"] != 1 {
+		t.Errorf("lists %v, want one per object", lists)
 	}
 }
 
-func TestObjectsNotFoundIsCachedOtherErrorsAreNot(t *testing.T) {
-	ctx := t.Context()
+func TestObjectsWatchFailure(t *testing.T) {
 	client := fake.NewClientset()
-	fail := true
-	client.PrependReactor("get", "secrets", func(k8stesting.Action) (bool, runtime.Object, error) {
-		if fail {
-			return true, nil, apierrors.NewServiceUnavailable("down")
-		}
-		return false, nil, nil
+	client.PrependReactor("list", "secrets", func(k8stesting.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewForbidden(v1.Resource("secrets"), "s", errors.New("RBAC"))
 	})
+	o := NewObjects(client, ObjectsOptions{})
+	t.Cleanup(o.stop)
+	ctx, cancel := context.WithTimeout(t.Context(), time.Second)
+	defer cancel()
+	_, err := o.GetSecret(ctx, "ns", "s")
+	if !errors.Is(err, errdefs.ErrUnavailable) || errors.Is(err, errdefs.ErrNotFound) {
+		t.Fatalf("error %v, want unavailable", err)
+	}
+}
+
+func TestObjectsIdleWatchesStop(t *testing.T) {
+	client := fake.NewClientset()
 	clock := &fakeClock{t: time.Unix(1000, 0)}
-	o := NewObjects(client, ObjectsOptions{TTL: time.Minute, Now: clock.Now})
-	if _, err := o.GetSecret(ctx, "ns", "s"); err == nil || errors.Is(err, errdefs.ErrNotFound) {
-		t.Fatalf("error %v, want an unavailable server's", err)
-	}
-	fail = false
-	if _, err := o.GetSecret(ctx, "ns", "s"); !errors.Is(err, errdefs.ErrNotFound) {
-		t.Fatalf("error %v, want not found (the failure was not cached)", err)
-	}
-	if _, err := client.CoreV1().Secrets("ns").Create(ctx, &v1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "s"}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := o.GetSecret(ctx, "ns", "s"); !errors.Is(err, errdefs.ErrNotFound) {
-		t.Fatalf("error %v, want the cached not found within the TTL", err)
-	}
-	clock.Step(time.Minute)
-	if _, err := o.GetSecret(ctx, "ns", "s"); err != nil {
-		t.Fatalf("after the TTL: %v", err)
+	o := NewObjects(client, ObjectsOptions{IdleTimeout: time.Minute, Now: clock.Now})
+	t.Cleanup(o.stop)
+	_, _ = o.GetConfigMap(t.Context(), "ns", "a")
+	clock.Step(30 * time.Second)
+	_, _ = o.GetConfigMap(t.Context(), "ns", "b")
+	clock.Step(31 * time.Second)
+	_, _ = o.GetConfigMap(t.Context(), "ns", "b")
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if _, ok := o.watches[objectKey{"configmap", "ns", "a"}]; ok || len(o.watches) != 1 {
+		t.Errorf("watches %v: a was idle for over a minute", o.watches)
 	}
 }
 
