@@ -7,7 +7,6 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
-	"slices"
 
 	"github.com/containerd/errdefs"
 	"go.uber.org/zap"
@@ -277,9 +276,9 @@ func projectedPayload(ctx context.Context, pod *v1.Pod, src *v1.ProjectedVolumeS
 			errs = append(errs, err)
 			continue
 		}
-		for _, p := range slices.Sorted(maps.Keys(files)) {
-			payload[p] = files[p]
-		}
+		// A later source's file replaces an earlier one's at the same
+		// path, as in the kubelet.
+		maps.Copy(payload, files)
 	}
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
