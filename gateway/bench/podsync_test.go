@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -195,9 +196,20 @@ func BenchmarkPodSync(b *testing.B) {
 	}
 }
 
+// drainMarkerPrefix names the sandboxes drainEvents runs as markers.
+const drainMarkerPrefix = "drain-marker-"
+
+// drainMarkers numbers the markers, one per drainEvents.
+var drainMarkers atomic.Int64
+
 // drainEvents subscribes to c's container events and counts them until the
 // benchmark ends; the returned function waits for the subscription to have
 // received what was sent so far and returns the count.
+//
+// It waits on a marker: a sandbox it runs once the pods are started. A
+// subscriber gets the events in the order the state changed, so when the
+// marker's first event arrives every pod's event has. Markers' events (this
+// subscriber's and another's) are not counted.
 func drainEvents(b *testing.B, c client) func() int64 {
 	b.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
@@ -205,23 +217,36 @@ func drainEvents(b *testing.B, c client) func() int64 {
 	if err != nil {
 		b.Fatal(err)
 	}
+	marker := fmt.Sprintf("%s%d", drainMarkerPrefix, drainMarkers.Add(1))
 	var n atomic.Int64
-	done := make(chan struct{})
+	marked, done := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(done)
 		for {
-			if _, err := stream.Recv(); err != nil {
+			ev, err := stream.Recv()
+			if err != nil {
 				return
 			}
-			n.Add(1)
+			switch name := ev.GetPodSandboxStatus().GetMetadata().GetName(); {
+			case name == marker && ev.GetContainerEventType() == runtimeapi.ContainerEventType_CONTAINER_CREATED_EVENT:
+				close(marked)
+			case strings.HasPrefix(name, drainMarkerPrefix):
+			default:
+				n.Add(1)
+			}
 		}
 	}()
 	b.Cleanup(func() { cancel(); <-done })
 	return func() int64 {
-		// Events are sent while the calls run; give the last ones a moment.
-		for last, deadline := int64(-1), time.Now().Add(5*time.Second); n.Load() != last && time.Now().Before(deadline); {
-			last = n.Load()
-			time.Sleep(20 * time.Millisecond)
+		cfg := &runtimeapi.PodSandboxConfig{Metadata: &runtimeapi.PodSandboxMetadata{Name: marker, Namespace: "default", Uid: marker}}
+		if _, err := c.RunPodSandbox(ctx, &runtimeapi.RunPodSandboxRequest{Config: cfg}); err != nil {
+			b.Fatal(err)
+		}
+		select {
+		case <-marked:
+		case <-done: // the stream ended (a subscriber that fell behind is dropped): the count is final
+		case <-time.After(5 * time.Second):
+			b.Fatalf("the marker sandbox's event did not arrive within 5s, after %d events", n.Load())
 		}
 		return n.Load()
 	}

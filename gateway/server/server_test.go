@@ -559,13 +559,18 @@ func TestConfigValidate(t *testing.T) {
 	}
 }
 
+// waitFor checks cond on every tick until it holds, failing the test after 5s.
 func waitFor(t *testing.T, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.NewTimer(5 * time.Second)
+	defer deadline.Stop()
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
 	for !cond() {
-		if time.Now().After(deadline) {
+		select {
+		case <-deadline.C:
 			t.Fatal("condition not met within 5s")
+		case <-tick.C:
 		}
-		time.Sleep(5 * time.Millisecond)
 	}
 }

@@ -6,7 +6,6 @@ import (
 	"net"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/containerd/errdefs/pkg/errgrpc"
 	"google.golang.org/grpc"
@@ -91,12 +90,8 @@ func (g *grpcEvents) subscribe(t *testing.T, ctx context.Context, opts ...grpc.C
 	if err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for g.r.events.count.Load() == before {
-		if time.Now().After(deadline) {
-			t.Fatal("subscription never registered")
-		}
-		time.Sleep(time.Millisecond)
+	if !waitFor(func() bool { return g.r.events.count.Load() != before }) {
+		t.Fatal("subscription never registered")
 	}
 	return stream
 }

@@ -106,21 +106,32 @@ func containerStatus(t testing.TB, r *Runtime, id string) *runtimeapi.ContainerS
 	return resp.Status
 }
 
+// waitFor checks cond on every tick until it holds; it reports false if
+// cond still does not hold after 5s.
+func waitFor(cond func() bool) bool {
+	deadline := time.NewTimer(5 * time.Second)
+	defer deadline.Stop()
+	tick := time.NewTicker(time.Millisecond)
+	defer tick.Stop()
+	for !cond() {
+		select {
+		case <-deadline.C:
+			return false
+		case <-tick.C:
+		}
+	}
+	return true
+}
+
 // waitState polls until the container reaches state; scripted exits fire on
 // real timers.
 func waitState(t testing.TB, r *Runtime, id string, want runtimeapi.ContainerState) *runtimeapi.ContainerStatus {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		st := containerStatus(t, r, id)
-		if st.State == want {
-			return st
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("container %s stayed %s, want %s", id, st.State, want)
-		}
-		time.Sleep(5 * time.Millisecond)
+	var st *runtimeapi.ContainerStatus
+	if !waitFor(func() bool { st = containerStatus(t, r, id); return st.State == want }) {
+		t.Fatalf("container %s stayed %s, want %s", id, st.State, want)
 	}
+	return st
 }
 
 // eventStream is a server stream for GetContainerEvents called directly.
@@ -156,12 +167,8 @@ func subscribe(t *testing.T, r *Runtime, s *eventStream) <-chan error {
 	before := r.events.count.Load()
 	done := make(chan error, 1)
 	go func() { done <- r.GetContainerEvents(&runtimeapi.GetEventsRequest{}, s) }()
-	deadline := time.Now().Add(5 * time.Second)
-	for r.events.count.Load() == before {
-		if time.Now().After(deadline) {
-			t.Fatal("subscription never registered")
-		}
-		time.Sleep(time.Millisecond)
+	if !waitFor(func() bool { return r.events.count.Load() != before }) {
+		t.Fatal("subscription never registered")
 	}
 	return done
 }

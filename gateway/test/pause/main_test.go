@@ -87,11 +87,18 @@ func TestReapChildrenCollectsExitedChildren(t *testing.T) {
 		want = append(want, pid)
 	}
 
+	// The children exit on their own time: reap on every tick until all are
+	// collected or the deadline passes.
 	var got []int
-	deadline := time.Now().Add(10 * time.Second)
-	for len(got) < len(want) && time.Now().Before(deadline) {
-		got = append(got, reapChildren()...)
-		time.Sleep(10 * time.Millisecond)
+	deadline := time.After(10 * time.Second)
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for got = reapChildren(); len(got) < len(want); got = append(got, reapChildren()...) {
+		select {
+		case <-deadline:
+			t.Fatalf("reaped %v within 10s, want %v", got, want)
+		case <-tick.C:
+		}
 	}
 	slices.Sort(got)
 	slices.Sort(want)
