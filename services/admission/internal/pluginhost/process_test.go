@@ -52,12 +52,17 @@ func killAndWait(t *testing.T, p *hostPlugin) {
 	if err := syscall.Kill(inst.pid, syscall.SIGKILL); err != nil {
 		t.Fatalf("kill plugin pid %d: %v", inst.pid, err)
 	}
-	deadline := time.Now().Add(10 * time.Second)
+	// go-plugin offers no channel for the exit, only Exited: check it on
+	// every tick.
+	deadline := time.After(10 * time.Second)
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
 	for !inst.exited() {
-		if time.Now().After(deadline) {
+		select {
+		case <-deadline:
 			t.Fatalf("plugin pid %d not seen exiting", inst.pid)
+		case <-tick.C:
 		}
-		time.Sleep(5 * time.Millisecond)
 	}
 }
 
