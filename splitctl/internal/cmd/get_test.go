@@ -207,23 +207,23 @@ func TestGetWatch(t *testing.T) {
 	h.fake.SetPod(samplePod("default", "web"))
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan result)
-	go func() { done <- h.runCtx(ctx, "", "get", "pods", "-w") }()
+	out := new(syncBuffer)
+	go func() { done <- h.runCtx(ctx, "", out, "get", "pods", "-w") }()
 	// Wait for the watch to be open, then change the pod.
-	deadline := time.Now().Add(5 * time.Second)
-	for h.fake.WatcherCount() == 0 && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
+	if !waitUntil(t.Context(), func() bool { return h.fake.WatcherCount() > 0 }) {
+		t.Fatal("the watch never opened")
 	}
 	h.fake.UpdatePod("default", "web", func(p *corev1.Pod) {
 		p.Status.ContainerStatuses[0].Ready = false
 		p.Status.ContainerStatuses[0].State = corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff"}}
 	})
-	deadline = time.Now().Add(5 * time.Second)
-	for h.fake.WatchEventsSent() < 2 && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
-	time.Sleep(50 * time.Millisecond) // let the client print the last row
+	// Stop once the client has printed the changed pod's row.
+	printed := waitUntil(t.Context(), func() bool { return strings.Contains(out.String(), "CrashLoopBackOff") })
 	cancel()
 	r := <-done
+	if !printed {
+		t.Fatalf("no CrashLoopBackOff row within 5s of the change:\n%s", r.stdout)
+	}
 	if r.code != 0 {
 		t.Fatalf("exit %d: %s", r.code, r.stderr)
 	}

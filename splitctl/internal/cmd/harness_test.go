@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -49,19 +50,59 @@ type result struct {
 }
 
 func (h *harness) run(stdin string, args ...string) result {
-	return h.runCtx(context.Background(), stdin, args...)
+	return h.runCtx(context.Background(), stdin, new(syncBuffer), args...)
 }
 
-func (h *harness) runCtx(ctx context.Context, stdin string, args ...string) result {
+// runCtx runs the command until it returns or ctx ends; out gets its stdout
+// as it is written, for a test that reads it while the command runs.
+func (h *harness) runCtx(ctx context.Context, stdin string, out *syncBuffer, args ...string) result {
 	h.t.Helper()
-	var out, errOut bytes.Buffer
+	var errOut bytes.Buffer
 	env := &Env{
 		In:     io.Reader(strings.NewReader(stdin)),
-		Out:    &out,
+		Out:    out,
 		ErrOut: &errOut,
 		Getenv: func(k string) string { return h.env[k] },
 		Now:    h.now,
 	}
 	code := Main(ctx, args, env)
 	return result{code: code, stdout: out.String(), stderr: errOut.String()}
+}
+
+// syncBuffer is a bytes.Buffer that may be read while a command writes it.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// waitUntil checks cond on every tick until it holds; it reports false if
+// cond still does not hold after 5s or once ctx ends. It may run outside the
+// test's goroutine.
+func waitUntil(ctx context.Context, cond func() bool) bool {
+	deadline := time.NewTimer(5 * time.Second)
+	defer deadline.Stop()
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	for !cond() {
+		select {
+		case <-ctx.Done():
+			return false
+		case <-deadline.C:
+			return false
+		case <-tick.C:
+		}
+	}
+	return true
 }

@@ -99,22 +99,20 @@ func TestApplyWait(t *testing.T) {
 				clock = clock.Add(time.Second)
 				return clock
 			}
+			// The fake sends a watch's changes in order after its current
+			// pods, so the steps need only wait for a watch to be open.
+			watching := func() bool { return h.fake.WatcherCount() > 0 }
 			go func() {
-				deadline := time.Now().Add(5 * time.Second)
-				for h.fake.WatcherCount() == 0 {
-					if time.Now().After(deadline) {
-						return
-					}
-					time.Sleep(5 * time.Millisecond)
+				if !waitUntil(t.Context(), watching) {
+					return
 				}
 				for _, step := range tc.steps {
-					time.Sleep(20 * time.Millisecond)
 					for name, change := range step {
 						if name == "" {
 							h.fake.EndWatches()
 							// Let the client watch again before the next change.
-							for h.fake.WatcherCount() == 0 && time.Now().Before(deadline) {
-								time.Sleep(5 * time.Millisecond)
+							if !waitUntil(t.Context(), watching) {
+								return
 							}
 							continue
 						}
