@@ -160,7 +160,6 @@ start() {
 			--service-account-key-file "$dir/pki/sa.pub" \
 			--service-account-signing-key-file "$dir/pki/sa.key" \
 			--service-cluster-ip-range 10.96.0.0/16 \
-			--disable-admission-plugins ServiceAccount \
 			>"$dir/log/kube-apiserver.log" 2>&1 &
 		echo $! >"$dir/apiserver.pid"
 	fi

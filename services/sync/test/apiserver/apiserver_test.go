@@ -163,9 +163,13 @@ func (s *stack) containerIDs() map[string]bool {
 	return ids
 }
 
-func TestPodLifecycleOnRealAPIServer(t *testing.T) {
+// nodeStack starts a stack whose sync registers a fresh node with the API
+// server, running as the node identity under deploy/daemonset/rbac.yaml
+// when the environment names one, and prepares the default namespace as
+// the controllers of a full control plane would.
+func nodeStack(t *testing.T) (kubernetes.Interface, *stack, string) {
+	t.Helper()
 	client, kubeconfig := kubeClient(t)
-	ctx := t.Context()
 	node := fmt.Sprintf("splitlet-it-%d", time.Now().UnixNano()%1_000_000)
 	if nk := os.Getenv(nodeKubeconfigEnv); nk != "" {
 		user := os.Getenv(nodeUserEnv)
@@ -184,7 +188,31 @@ func TestPodLifecycleOnRealAPIServer(t *testing.T) {
 		_ = client.CoreV1().Nodes().Delete(context.Background(), node, metav1.DeleteOptions{})
 		_ = client.CoordinationV1().Leases("kube-node-lease").Delete(context.Background(), node, metav1.DeleteOptions{})
 	})
-	s := startStack(t, kubeconfig, node)
+	serviceAccountBasics(t, client, "default")
+	return client, startStack(t, kubeconfig, node), node
+}
+
+// serviceAccountBasics creates what kube-controller-manager would in a
+// namespace and this bare API server lacks: the default ServiceAccount
+// (the ServiceAccount admission plugin refuses pods without it) and the
+// kube-root-ca.crt ConfigMap its kube-api-access volume projects.
+func serviceAccountBasics(t *testing.T, client kubernetes.Interface, ns string) {
+	t.Helper()
+	ctx := t.Context()
+	sa := &v1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default", Namespace: ns}}
+	if _, err := client.CoreV1().ServiceAccounts(ns).Create(ctx, sa, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	ca := &v1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "kube-root-ca.crt", Namespace: ns},
+		Data: map[string]string{"ca.crt": "-----BEGIN CERTIFICATE-----\nstand-in for the cluster CA\n-----END CERTIFICATE-----\n"}}
+	if _, err := client.CoreV1().ConfigMaps(ns).Create(ctx, ca, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+}
+
+func TestPodLifecycleOnRealAPIServer(t *testing.T) {
+	client, s, node := nodeStack(t)
+	ctx := t.Context()
 
 	nodeReady := func() (bool, string) {
 		n, err := client.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
