@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
@@ -51,7 +52,8 @@ func (hr *HandlerRunner) PostStart(ctx context.Context, id container.ContainerID
 // hook records a FailedPreStopHook event ("PreStopHook failed"). Matches
 // the kubelet's executePreStopHook, with one difference: a hook still
 // running when the grace period is over has its context cancelled rather
-// than being left behind, since the container is being stopped anyway.
+// than being left behind, since the container is being stopped anyway (a
+// sleep hook ended so records no failure, as the kubelet's would not).
 func (hr *HandlerRunner) ExecutePreStopHook(ctx context.Context, id container.ContainerID, pod *v1.Pod, c *v1.Container, gracePeriod int64) int64 {
 	if c.Lifecycle == nil || c.Lifecycle.PreStop == nil {
 		return 0
@@ -59,10 +61,18 @@ func (hr *HandlerRunner) ExecutePreStopHook(ctx context.Context, id container.Co
 	start := time.Now()
 	hookCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	// cutOff is set before the hook's context is cancelled at the end of
+	// the grace period. A sleep hook ended that way did not fail: the
+	// kubelet, which leaves it running, sees it finish without error.
+	var cutOff atomic.Bool
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		if _, err := hr.Run(hookCtx, id, pod, c, c.Lifecycle.PreStop); err != nil {
+		_, err := hr.Run(hookCtx, id, pod, c, c.Lifecycle.PreStop)
+		if err != nil && cutOff.Load() && c.Lifecycle.PreStop.Sleep != nil {
+			return
+		}
+		if err != nil {
 			logctx.From(ctx).Info("preStop hook failed", zap.String("pod", pod.Namespace+"/"+pod.Name),
 				zap.String("container", c.Name), zap.String("containerID", id.String()), zap.Error(err))
 			if hr.recorder != nil {
@@ -74,6 +84,7 @@ func (hr *HandlerRunner) ExecutePreStopHook(ctx context.Context, id container.Co
 	defer timer.Stop()
 	select {
 	case <-timer.C:
+		cutOff.Store(true)
 		logctx.From(ctx).Info("preStop hook not completed in grace period", zap.String("pod", pod.Namespace+"/"+pod.Name),
 			zap.String("container", c.Name), zap.Int64("gracePeriod", gracePeriod))
 	case <-done:
