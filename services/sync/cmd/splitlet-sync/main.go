@@ -15,9 +15,9 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/splitlet/splitlet/internal/logctx"
 	"github.com/splitlet/splitlet/services/sync/internal/config"
 	"github.com/splitlet/splitlet/services/sync/internal/daemon"
-	"github.com/splitlet/splitlet/services/sync/internal/logctx"
 )
 
 // defaultGCPercent is the garbage collector's target (GOGC) when the

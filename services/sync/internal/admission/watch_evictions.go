@@ -8,8 +8,8 @@ import (
 	"connectrpc.com/connect"
 	"go.uber.org/zap"
 
+	"github.com/splitlet/splitlet/internal/logctx"
 	admissionv1 "github.com/splitlet/splitlet/proto/splitlet/admission/v1"
-	"github.com/splitlet/splitlet/services/sync/internal/logctx"
 	"github.com/splitlet/splitlet/services/sync/internal/syncloop"
 )
 

@@ -10,9 +10,9 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/splitlet/splitlet/internal/logctx"
 	"github.com/splitlet/splitlet/services/sync/internal/defaults"
 	"github.com/splitlet/splitlet/services/sync/internal/events"
-	"github.com/splitlet/splitlet/services/sync/internal/logctx"
 	"github.com/splitlet/splitlet/services/sync/internal/podmanager"
 )
 

@@ -15,8 +15,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/util/retry"
 
+	"github.com/splitlet/splitlet/internal/logctx"
 	"github.com/splitlet/splitlet/services/admission/nodeinfo"
-	"github.com/splitlet/splitlet/services/sync/internal/logctx"
 )
 
 // Taint keeps pods that do not tolerate it off splitlet's nodes: only pods

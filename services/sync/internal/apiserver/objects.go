@@ -23,8 +23,8 @@ import (
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/splitlet/splitlet/internal/logctx"
 	"github.com/splitlet/splitlet/services/sync/internal/kuberuntime"
-	"github.com/splitlet/splitlet/services/sync/internal/logctx"
 )
 
 // DefaultObjectIdleTimeout is how long Objects keeps watching a ConfigMap

@@ -34,6 +34,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/splitlet/splitlet/internal/logctx"
 	"github.com/splitlet/splitlet/proto/splitlet/pod/v1/podv1connect"
 	"github.com/splitlet/splitlet/services/sync/internal/admission"
 	"github.com/splitlet/splitlet/services/sync/internal/apiserver"
@@ -42,7 +43,6 @@ import (
 	"github.com/splitlet/splitlet/services/sync/internal/config"
 	"github.com/splitlet/splitlet/services/sync/internal/events"
 	"github.com/splitlet/splitlet/services/sync/internal/kuberuntime"
-	"github.com/splitlet/splitlet/services/sync/internal/logctx"
 	"github.com/splitlet/splitlet/services/sync/internal/podmanager"
 	"github.com/splitlet/splitlet/services/sync/internal/prober"
 	"github.com/splitlet/splitlet/services/sync/internal/server"

@@ -10,7 +10,7 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 	v1 "k8s.io/api/core/v1"
 
-	"github.com/splitlet/splitlet/services/sync/internal/logctx"
+	"github.com/splitlet/splitlet/internal/logctx"
 )
 
 func TestPodSandboxLabelsRoundTrip(t *testing.T) {

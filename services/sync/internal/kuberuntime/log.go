@@ -5,7 +5,7 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/splitlet/splitlet/services/sync/internal/logctx"
+	"github.com/splitlet/splitlet/internal/logctx"
 )
 
 // loggerFrom returns the logger carried by ctx (logctx), or a no-op logger:

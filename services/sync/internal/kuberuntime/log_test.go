@@ -8,8 +8,8 @@ import (
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
 
+	"github.com/splitlet/splitlet/internal/logctx"
 	"github.com/splitlet/splitlet/services/sync/internal/container"
-	"github.com/splitlet/splitlet/services/sync/internal/logctx"
 )
 
 func TestDecisionsLogThroughContextLogger(t *testing.T) {

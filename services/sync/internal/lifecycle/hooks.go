@@ -10,8 +10,8 @@ import (
 	"go.uber.org/zap"
 	v1 "k8s.io/api/core/v1"
 
+	"github.com/splitlet/splitlet/internal/logctx"
 	"github.com/splitlet/splitlet/services/sync/internal/container"
-	"github.com/splitlet/splitlet/services/sync/internal/logctx"
 )
 
 // MinimumGracePeriodInSeconds is the least time a container is given to

@@ -14,7 +14,7 @@ import (
 	"github.com/containerd/errdefs"
 	"go.uber.org/zap"
 
-	"github.com/splitlet/splitlet/services/sync/internal/logctx"
+	"github.com/splitlet/splitlet/internal/logctx"
 )
 
 // Options are PodLogOptions as they apply to one container's log file.

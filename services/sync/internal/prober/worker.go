@@ -8,9 +8,9 @@ import (
 	"go.uber.org/zap"
 	v1 "k8s.io/api/core/v1"
 
+	"github.com/splitlet/splitlet/internal/logctx"
 	"github.com/splitlet/splitlet/services/sync/internal/container"
 	"github.com/splitlet/splitlet/services/sync/internal/kuberuntime"
-	"github.com/splitlet/splitlet/services/sync/internal/logctx"
 )
 
 // worker probes one container with one probe type, periodically, until it

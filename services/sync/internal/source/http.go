@@ -14,8 +14,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
 
+	"github.com/splitlet/splitlet/internal/logctx"
 	"github.com/splitlet/splitlet/services/sync/internal/defaults"
-	"github.com/splitlet/splitlet/services/sync/internal/logctx"
 	"github.com/splitlet/splitlet/services/sync/internal/manifest"
 )
 

@@ -13,9 +13,9 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/splitlet/splitlet/internal/logctx"
 	"github.com/splitlet/splitlet/services/sync/internal/container"
 	"github.com/splitlet/splitlet/services/sync/internal/kuberuntime"
-	"github.com/splitlet/splitlet/services/sync/internal/logctx"
 )
 
 // pleg is the pod lifecycle event generator. It wakes a pod's worker when
