@@ -9,7 +9,6 @@ require (
 	github.com/fsnotify/fsnotify v1.9.0
 	github.com/prometheus/client_golang v1.25.0
 	github.com/splitlet/splitlet/proto v0.0.0
-	github.com/splitlet/splitlet/services/admission v0.0.0
 	go.etcd.io/bbolt v1.4.3
 	go.uber.org/zap v1.28.0
 	golang.org/x/net v0.60.0
@@ -77,10 +76,6 @@ require (
 	sigs.k8s.io/structured-merge-diff/v6 v6.4.2 // indirect
 )
 
-replace github.com/splitlet/splitlet/services/admission => ../admission
-
 replace github.com/splitlet/splitlet/proto => ../../proto
 
 replace github.com/splitlet/splitlet/internal => ../../internal
-
-replace github.com/splitlet/splitlet/services/admission/plugin => ../admission/plugin

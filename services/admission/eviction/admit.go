@@ -11,8 +11,8 @@ import (
 	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 
 	"github.com/splitlet/splitlet/internal/logctx"
+	"github.com/splitlet/splitlet/internal/qos"
 	"github.com/splitlet/splitlet/services/admission/lifecycle"
-	"github.com/splitlet/splitlet/services/admission/qos"
 )
 
 const (

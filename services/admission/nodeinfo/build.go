@@ -10,41 +10,24 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/splitlet/splitlet/internal/nodelabels"
+
 	"github.com/containerd/errdefs"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// The deprecated beta OS and arch labels, still set by the kubelet.
+// AgentLabel and AgentLabelValue mark a node run by splitlet
+// (nodelabels).
 const (
-	betaLabelOS   = "beta.kubernetes.io/os"
-	betaLabelArch = "beta.kubernetes.io/arch"
+	AgentLabel      = nodelabels.AgentLabel
+	AgentLabelValue = nodelabels.AgentLabelValue
 )
 
-// AgentLabel marks a node run by splitlet (value AgentLabelValue), so pods
-// can select splitlet's nodes.
-const (
-	AgentLabel      = "splitlet.dev/agent"
-	AgentLabelValue = "splitlet"
-)
-
-// Labels returns the labels of the node whose kubernetes.io/hostname is
-// hostname: the kubelet's initialNode labels (hostname, OS and arch, with
-// the deprecated beta OS and arch), splitlet's AgentLabel, then configured
-// (--node-labels), which win. Admission's node and the Node sync registers
-// both take their labels from here, so a pod's node selector or affinity
-// means the same to the scheduler and to admission.
+// Labels returns the node's labels (nodelabels.Labels), shared with the
+// Node sync registers.
 func Labels(hostname string, configured map[string]string) map[string]string {
-	labels := map[string]string{
-		v1.LabelHostname:   hostname,
-		v1.LabelOSStable:   runtime.GOOS,
-		v1.LabelArchStable: runtime.GOARCH,
-		betaLabelOS:        runtime.GOOS,
-		betaLabelArch:      runtime.GOARCH,
-		AgentLabel:         AgentLabelValue,
-	}
-	maps.Copy(labels, configured)
-	return labels
+	return nodelabels.Labels(hostname, configured)
 }
 
 // Build returns the node object described by cfg, measuring what cfg does

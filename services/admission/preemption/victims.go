@@ -8,8 +8,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	resourcehelper "k8s.io/component-helpers/resource"
 
+	"github.com/splitlet/splitlet/internal/qos"
 	"github.com/splitlet/splitlet/services/admission/lifecycle"
-	"github.com/splitlet/splitlet/services/admission/qos"
 )
 
 // requirement is an amount of one resource still to be freed, in the units

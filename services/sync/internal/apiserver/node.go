@@ -16,12 +16,12 @@ import (
 	"k8s.io/client-go/util/retry"
 
 	"github.com/splitlet/splitlet/internal/logctx"
-	"github.com/splitlet/splitlet/services/admission/nodeinfo"
+	"github.com/splitlet/splitlet/internal/nodelabels"
 )
 
 // Taint keeps pods that do not tolerate it off splitlet's nodes: only pods
 // that ask for splitlet land there.
-var Taint = v1.Taint{Key: nodeinfo.AgentLabel, Value: nodeinfo.AgentLabelValue, Effect: v1.TaintEffectNoSchedule}
+var Taint = v1.Taint{Key: nodelabels.AgentLabel, Value: nodelabels.AgentLabelValue, Effect: v1.TaintEffectNoSchedule}
 
 // LeaseNamespace holds the node leases, as for kubelets.
 const LeaseNamespace = "kube-node-lease"
@@ -43,7 +43,7 @@ type ReportFunc func(ctx context.Context) (NodeReport, error)
 type NodeOptions struct {
 	// Name of the Node; splitlet's --node-name.
 	Name string
-	// Labels added to the defaults (nodeinfo.Labels: kubernetes.io/hostname,
+	// Labels added to the defaults (nodelabels.Labels: kubernetes.io/hostname,
 	// os, arch, splitlet.dev/agent), which they win over.
 	Labels map[string]string
 	// Report gives capacity, allocatable and pressure conditions; nil
@@ -121,11 +121,11 @@ func (r *NodeRegistrar) Run(ctx context.Context) {
 // node builds the desired Node. Matches the kubelet's initialNode, with
 // splitlet's taint in place of --register-with-taints. Its name is its
 // kubernetes.io/hostname, as the kubelet's --hostname-override is both;
-// the labels are admission's (nodeinfo.Labels), so admission judges pods
+// the labels are admission's (nodelabels.Labels), so admission judges pods
 // against the labels the scheduler saw.
 func (r *NodeRegistrar) node(ctx context.Context) (*v1.Node, error) {
 	n := &v1.Node{
-		ObjectMeta: metav1.ObjectMeta{Name: r.opts.Name, Labels: nodeinfo.Labels(r.opts.Name, r.opts.Labels)},
+		ObjectMeta: metav1.ObjectMeta{Name: r.opts.Name, Labels: nodelabels.Labels(r.opts.Name, r.opts.Labels)},
 		Spec:       v1.NodeSpec{Taints: []v1.Taint{Taint}},
 	}
 	if err := r.fillStatus(ctx, n); err != nil {

@@ -13,7 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
 
-	"github.com/splitlet/splitlet/services/admission/nodeinfo"
+	"github.com/splitlet/splitlet/internal/nodelabels"
 )
 
 func report(context.Context) (NodeReport, error) {
@@ -71,7 +71,7 @@ func TestRegister(t *testing.T) {
 			}
 			// One node object: the labels admission judges pods by, for a
 			// node named n1 with the same --node-labels.
-			want := nodeinfo.Labels("n1", map[string]string{"zone": "z"})
+			want := nodelabels.Labels("n1", map[string]string{"zone": "z"})
 			if tc.existing != nil {
 				want["keep"] = "me"
 			}

@@ -15,7 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
-	"github.com/splitlet/splitlet/services/admission/qos"
+	"github.com/splitlet/splitlet/internal/qos"
 	"github.com/splitlet/splitlet/services/sync/internal/container"
 )
 

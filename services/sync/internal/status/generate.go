@@ -7,7 +7,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
-	"github.com/splitlet/splitlet/services/admission/qos"
+	"github.com/splitlet/splitlet/internal/qos"
 	"github.com/splitlet/splitlet/services/sync/internal/container"
 )
 

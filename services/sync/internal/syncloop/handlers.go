@@ -9,7 +9,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/splitlet/splitlet/internal/logctx"
-	"github.com/splitlet/splitlet/services/admission/qos"
+	"github.com/splitlet/splitlet/internal/qos"
 	"github.com/splitlet/splitlet/services/sync/internal/status"
 	"github.com/splitlet/splitlet/services/sync/internal/worker"
 )
