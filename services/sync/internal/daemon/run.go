@@ -136,6 +136,7 @@ func Run(ctx context.Context, cfg config.Config) error {
 	if err != nil {
 		log.Error("some stored pods could not be read", zap.Error(err))
 	}
+	apiSource.SetAPIObjects(kubeClient != nil)
 
 	probes := prober.NewManager(ctx, prober.Options{Execer: runtimeManager, Status: pods, Recorder: recorder})
 

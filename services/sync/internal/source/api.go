@@ -61,6 +61,9 @@ type APISource struct {
 	cfg      *PodConfig
 	nodeName string
 	now      func() time.Time
+	// apiObjects says an API server serves configMaps, secrets and
+	// tokens; without one a pod referencing them is refused at Apply.
+	apiObjects bool
 
 	mu   sync.Mutex
 	pods map[string]*v1.Pod // namespace/name
@@ -84,6 +87,17 @@ func NewAPISource(ctx context.Context, st PodStore, nodeName string, cfg *PodCon
 	// Later changes are merged pod by pod.
 	cfg.Set(ctx, APISourceName, pods)
 	return a, err
+}
+
+// SetAPIObjects says whether an API server serves the configMaps,
+// secrets and service-account tokens pods reference (sync has
+// --kubeconfig). Without one (the default) Apply refuses a pod that
+// references them, naming the field, before anything starts. Call it
+// before the PodService serves.
+func (a *APISource) SetAPIObjects(available bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.apiObjects = available
 }
 
 // claimLocked waits until none of keys is busy, then marks them busy. It
@@ -183,7 +197,11 @@ func (a *APISource) validateLocked(pods []*v1.Pod, keys []string) ([]AppliedPod,
 			pod.UID = newUID()
 			pod.CreationTimestamp = metav1.NewTime(a.now().Truncate(time.Second))
 			pod.Status = v1.PodStatus{Phase: v1.PodPending}
-			if err := validation.AsError(validation.ValidatePod(pod)); err != nil {
+			errs := validation.ValidatePod(pod)
+			if !a.apiObjects {
+				errs = append(errs, validation.ValidateNoAPIObjects(pod)...)
+			}
+			if err := validation.AsError(errs); err != nil {
 				return nil, fmt.Errorf("document %d: %w", i, err)
 			}
 			result = append(result, AppliedPod{Pod: pod, Action: Created})
