@@ -21,6 +21,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/splitlet/splitlet/bench/internal/harness"
+	"github.com/splitlet/splitlet/internal/logctx"
 )
 
 func main() {
@@ -73,7 +74,7 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	ctx = harness.WithLogger(ctx, logger)
+	ctx = logctx.With(ctx, logger)
 
 	if *runtime == "containerd" {
 		ctr.BinDir, ctr.Timeout, ctr.WorkDir, ctr.Keep = cfg.BinDir, cfg.Timeout, cfg.WorkDir, cfg.Keep

@@ -12,6 +12,7 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/splitlet/splitlet/internal/logctx"
 	gatewayv1 "github.com/splitlet/splitlet/proto/splitlet/gateway/v1"
 )
 
@@ -78,7 +79,7 @@ func (o *criObserver) run(ctx context.Context, subscribed chan<- struct{}) {
 		}
 		if err != nil {
 			if ctx.Err() == nil {
-				logFrom(ctx).Warn("container events", zap.Error(err))
+				logctx.From(ctx).Warn("container events", zap.Error(err))
 				time.Sleep(50 * time.Millisecond)
 			}
 			continue
@@ -96,7 +97,7 @@ func (o *criObserver) run(ctx context.Context, subscribed chan<- struct{}) {
 			ev, err := stream.Recv()
 			if err != nil {
 				if ctx.Err() == nil {
-					logFrom(ctx).Info("container events stream ended; relisting", zap.Error(err))
+					logctx.From(ctx).Info("container events stream ended; relisting", zap.Error(err))
 				}
 				break
 			}

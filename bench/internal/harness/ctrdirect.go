@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/splitlet/splitlet/internal/logctx"
 	"go.uber.org/zap"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
@@ -104,7 +105,7 @@ func (d *directSide) run(ctx context.Context, mode string, round, n int) SideRun
 	r.WallRuntimeStart = wallSeconds(names, starts, startedAt)
 	r.WallRunning = wallSeconds(names, starts, running)
 	r.RPCs = timer.stats()
-	logFrom(ctx).Info("direct run done", zap.String("mode", mode), zap.Int("round", round), zap.Int("pods", len(times)))
+	logctx.From(ctx).Info("direct run done", zap.String("mode", mode), zap.Int("round", round), zap.Int("pods", len(times)))
 	return r
 }
 

@@ -12,6 +12,7 @@ import (
 	"go.uber.org/zap"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/splitlet/splitlet/internal/logctx"
 	"github.com/splitlet/splitlet/internal/stack"
 	podv1 "github.com/splitlet/splitlet/proto/splitlet/pod/v1"
 	"github.com/splitlet/splitlet/proto/splitlet/pod/v1/podv1connect"
@@ -138,7 +139,7 @@ func (s *splitletCtr) run(ctx context.Context, mode string, round int) SideRun {
 	r.Running = summarize(ds, missing)
 	r.WallRuntimeStart = wallSeconds(names, starts, startedAt)
 	r.WallRunning = wallSeconds(names, starts, running)
-	logFrom(ctx).Info("splitlet run done", zap.String("mode", mode), zap.Int("round", round))
+	logctx.From(ctx).Info("splitlet run done", zap.String("mode", mode), zap.Int("round", round))
 
 	// Deleting goes through sync, as a user would.
 	var res Result

@@ -21,6 +21,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/splitlet/splitlet/internal/logctx"
 	"go.uber.org/zap"
 )
 
@@ -159,7 +160,7 @@ func cleanup(ctx context.Context, cfg Config, r *Result) {
 		return
 	}
 	if err := os.RemoveAll(r.Dir); err != nil {
-		logFrom(ctx).Warn("remove run directory", zap.String("dir", r.Dir), zap.Error(err))
+		logctx.From(ctx).Warn("remove run directory", zap.String("dir", r.Dir), zap.Error(err))
 	}
 	r.Dir = ""
 }

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/splitlet/splitlet/internal/logctx"
 	"github.com/splitlet/splitlet/internal/stack"
 	"go.uber.org/zap"
 )
@@ -19,7 +20,7 @@ import (
 // every container has stopped.
 func runKubelet(ctx context.Context, cfg Config, n int) (r Result) {
 	r = Result{System: "kubelet", N: n, Latency: cfg.Latency.String()}
-	log := logFrom(ctx).With(zap.String("system", r.System), zap.Int("n", n))
+	log := logctx.From(ctx).With(zap.String("system", r.System), zap.Int("n", n))
 	dir, err := runDir(cfg, r.System, n)
 	if err != nil {
 		r.fail(err)

@@ -12,6 +12,7 @@ import (
 	"google.golang.org/protobuf/types/known/structpb"
 	v1 "k8s.io/api/core/v1"
 
+	"github.com/splitlet/splitlet/internal/logctx"
 	podv1 "github.com/splitlet/splitlet/proto/splitlet/pod/v1"
 	"github.com/splitlet/splitlet/proto/splitlet/pod/v1/podv1connect"
 )
@@ -59,7 +60,7 @@ func (o *podObserver) run(ctx context.Context, subscribed chan<- struct{}) {
 		}))
 		if err != nil {
 			if ctx.Err() == nil {
-				logFrom(ctx).Warn("watch", zap.Error(err))
+				logctx.From(ctx).Warn("watch", zap.Error(err))
 				time.Sleep(50 * time.Millisecond)
 			}
 			continue
@@ -68,15 +69,15 @@ func (o *podObserver) run(ctx context.Context, subscribed chan<- struct{}) {
 			first = false
 			close(subscribed)
 		} else if err := o.markVanished(ctx); err != nil && ctx.Err() == nil {
-			logFrom(ctx).Warn("list after re-watch", zap.Error(err))
+			logctx.From(ctx).Warn("list after re-watch", zap.Error(err))
 		}
 		for stream.Receive() {
 			if err := o.handle(stream.Msg(), time.Now()); err != nil {
-				logFrom(ctx).Warn("watch event", zap.Error(err))
+				logctx.From(ctx).Warn("watch event", zap.Error(err))
 			}
 		}
 		if err := stream.Err(); err != nil && ctx.Err() == nil {
-			logFrom(ctx).Info("watch ended; watching again", zap.Error(err))
+			logctx.From(ctx).Info("watch ended; watching again", zap.Error(err))
 		}
 		stream.Close()
 	}

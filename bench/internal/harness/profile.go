@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/splitlet/splitlet/internal/logctx"
 	"go.uber.org/zap"
 )
 
@@ -28,7 +29,7 @@ func startProfiles(ctx context.Context, cfg Config, n int, targets map[string]st
 	if secs <= 0 {
 		secs = defaultProfileSeconds
 	}
-	log := logFrom(ctx)
+	log := logctx.From(ctx)
 	var (
 		wg    sync.WaitGroup
 		mu    sync.Mutex

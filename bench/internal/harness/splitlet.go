@@ -9,6 +9,7 @@ import (
 	"connectrpc.com/connect"
 	"go.uber.org/zap"
 
+	"github.com/splitlet/splitlet/internal/logctx"
 	podv1 "github.com/splitlet/splitlet/proto/splitlet/pod/v1"
 	"github.com/splitlet/splitlet/proto/splitlet/pod/v1/podv1connect"
 )
@@ -20,7 +21,7 @@ const benchNode = "benchnode"
 // directories, burst, steady state, deletion.
 func runSplitlet(ctx context.Context, cfg Config, n int) (r Result) {
 	r = Result{System: "splitlet", N: n, Latency: cfg.Latency.String()}
-	log := logFrom(ctx).With(zap.String("system", r.System), zap.Int("n", n))
+	log := logctx.From(ctx).With(zap.String("system", r.System), zap.Int("n", n))
 	dir, err := runDir(cfg, r.System, n)
 	if err != nil {
 		r.fail(err)
