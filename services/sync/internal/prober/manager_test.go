@@ -259,18 +259,21 @@ func TestManagerEndToEnd(t *testing.T) {
 		st.set(pod.UID, s)
 		return s
 	}
-	go func() {
-		for ctx.Err() == nil {
-			current()
-			time.Sleep(5 * time.Millisecond)
-		}
-	}()
-
 	m.AddPod(pod)
 	m.AddPod(pod) // idempotent
 	if n := m.workerCount(); n != 3 {
 		t.Fatalf("workers = %d, want 3", n)
 	}
+	// Regenerated only once the workers exist: before, a container with a
+	// startup probe but no startup worker yet counts as started (as in the
+	// kubelet's UpdatePodStatus), and the readiness worker would take that
+	// status and probe (a race seen in CI).
+	go func() {
+		for ctx.Err() == nil {
+			current()
+			time.Sleep(5 * time.Millisecond) // the sync loop's pace, not a wait
+		}
+	}()
 
 	// While the startup probe fails, nothing else runs.
 	time.Sleep(150 * time.Millisecond)
