@@ -269,9 +269,16 @@ func TestManagerEndToEnd(t *testing.T) {
 	// kubelet's UpdatePodStatus), and the readiness worker would take that
 	// status and probe (a race seen in CI).
 	go func() {
-		for ctx.Err() == nil {
+		// At the sync loop's pace until the test ends.
+		tick := time.NewTicker(5 * time.Millisecond)
+		defer tick.Stop()
+		for {
 			current()
-			time.Sleep(5 * time.Millisecond) // the sync loop's pace, not a wait
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
 		}
 	}()
 
