@@ -31,7 +31,10 @@ func (m *Manager) GeneratePodStatus(ctx context.Context, ev *runtimeapi.Containe
 		Namespace:       md.GetNamespace(),
 		SandboxStatuses: []*runtimeapi.PodSandboxStatus{sb},
 	}
-	runtimeName := m.RuntimeName(ctx)
+	runtimeName, err := m.RuntimeName(ctx)
+	if err != nil {
+		return nil, err
+	}
 	for _, cs := range ev.GetContainersStatuses() {
 		ps.ContainerStatuses = append(ps.ContainerStatuses, convertToKubeContainerStatus(ctx, runtimeName, cs))
 	}

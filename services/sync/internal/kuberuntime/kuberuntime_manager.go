@@ -75,10 +75,9 @@ type Manager struct {
 
 	hooks *lifecycle.HandlerRunner
 
-	runtimeNameOnce sync.Once
-	runtimeName     string
-
 	mu sync.Mutex
+	// runtimeName is the runtime's name once a Version call told it.
+	runtimeName string
 	// waiting holds why a container of a pod is not running although it
 	// should (CrashLoopBackOff, ErrImagePull, CreateContainerError...), for
 	// the status; keyed by pod UID then container name.
@@ -113,17 +112,29 @@ func NewManager(rt runtimeapi.RuntimeServiceClient, img runtimeapi.ImageServiceC
 }
 
 // RuntimeName is the runtime's name from Version (e.g. "containerd"), the
-// type part of container IDs in pod statuses. It falls back to "cri" when
-// Version fails, so that IDs stay well formed.
-func (m *Manager) RuntimeName(ctx context.Context) string {
-	m.runtimeNameOnce.Do(func() {
-		m.runtimeName = "cri"
-		resp, err := m.runtime.Version(ctx, &runtimeapi.VersionRequest{})
-		if err == nil && resp.GetRuntimeName() != "" {
-			m.runtimeName = resp.GetRuntimeName()
-		}
-	})
-	return m.runtimeName
+// type part of container IDs in pod statuses. The kubelet reads it once, at
+// start (NewKubeGenericRuntimeManager's getTypedVersion), and does not start
+// without it; here it is read on first use and kept once a call succeeds.
+// Until then it returns the error: a made-up name would put container IDs
+// in statuses that match nothing in the runtime.
+func (m *Manager) RuntimeName(ctx context.Context) (string, error) {
+	m.mu.Lock()
+	name := m.runtimeName
+	m.mu.Unlock()
+	if name != "" {
+		return name, nil
+	}
+	resp, err := m.runtime.Version(ctx, &runtimeapi.VersionRequest{})
+	if err != nil {
+		return "", fmt.Errorf("runtime version: %w", err)
+	}
+	if resp.GetRuntimeName() == "" {
+		return "", errors.New("runtime version: the runtime reports no name")
+	}
+	m.mu.Lock()
+	m.runtimeName = resp.GetRuntimeName()
+	m.mu.Unlock()
+	return resp.GetRuntimeName(), nil
 }
 
 // ContainerWaiting returns why the named container of the pod waits, if
@@ -216,7 +227,10 @@ func (m *Manager) GetPodStatusOf(ctx context.Context, uid types.UID, name, names
 		}
 		ps.SandboxStatuses = append(ps.SandboxStatuses, resp.GetStatus())
 	}
-	runtimeName := m.RuntimeName(ctx)
+	runtimeName, err := m.RuntimeName(ctx)
+	if err != nil {
+		return nil, err
+	}
 	for _, id := range containerIDs {
 		resp, err := m.runtime.ContainerStatus(ctx, &runtimeapi.ContainerStatusRequest{ContainerId: id})
 		if isNotFound(err) {

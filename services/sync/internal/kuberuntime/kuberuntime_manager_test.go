@@ -2,10 +2,14 @@ package kuberuntime
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"sync"
 	"testing"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"google.golang.org/grpc"
 	v1 "k8s.io/api/core/v1"
@@ -114,5 +118,58 @@ func TestRestartCountFromLogDir(t *testing.T) {
 				t.Errorf("restartCountFromLogDir = %d, want %d", got, tc.want)
 			}
 		})
+	}
+}
+
+// versionFlake is a RuntimeServiceClient whose Version fails while down is
+// set; ContainerStatus reports the asked-for container running.
+type versionFlake struct {
+	runtimeapi.RuntimeServiceClient
+	mu       sync.Mutex
+	down     bool
+	versions int
+}
+
+func (f *versionFlake) Version(context.Context, *runtimeapi.VersionRequest, ...grpc.CallOption) (*runtimeapi.VersionResponse, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.versions++
+	if f.down {
+		return nil, status.Error(codes.Unavailable, "injected")
+	}
+	return &runtimeapi.VersionResponse{RuntimeName: "containerd"}, nil
+}
+
+func (f *versionFlake) ContainerStatus(_ context.Context, req *runtimeapi.ContainerStatusRequest, _ ...grpc.CallOption) (*runtimeapi.ContainerStatusResponse, error) {
+	return &runtimeapi.ContainerStatusResponse{Status: &runtimeapi.ContainerStatus{
+		Id: req.GetContainerId(), State: runtimeapi.ContainerState_CONTAINER_RUNNING,
+		Metadata: &runtimeapi.ContainerMetadata{Name: "app"},
+	}}, nil
+}
+
+// A Version call that fails must not leave a made-up runtime name behind:
+// every later status would carry container IDs that match nothing.
+func TestRuntimeNameNotGuessedWhenVersionFails(t *testing.T) {
+	rt := &versionFlake{down: true}
+	m := NewManager(rt, nil, ManagerOptions{})
+	ctx := context.Background()
+	if _, err := m.GetPodStatusOf(ctx, "uid", "p", "ns", nil, []string{"cid"}); status.Code(errors.Unwrap(err)) != codes.Unavailable {
+		t.Fatalf("GetPodStatusOf with Version failing: err = %v, want the Version error", err)
+	}
+	rt.mu.Lock()
+	rt.down = false
+	rt.mu.Unlock()
+	ps, err := m.GetPodStatusOf(ctx, "uid", "p", "ns", nil, []string{"cid"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := ps.ContainerStatuses[0].ID.String(), "containerd://cid"; got != want {
+		t.Errorf("container ID = %q, want %q", got, want)
+	}
+	if _, err := m.GetPodStatusOf(ctx, "uid", "p", "ns", nil, []string{"cid"}); err != nil {
+		t.Fatal(err)
+	}
+	if rt.versions != 2 {
+		t.Errorf("Version called %d times, want 2 (the failure, then once: the name is kept)", rt.versions)
 	}
 }

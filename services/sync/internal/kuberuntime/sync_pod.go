@@ -261,6 +261,12 @@ func (m *Manager) purgeInitContainers(ctx context.Context, pod *v1.Pod, podStatu
 // CreateContainer was called, successfully or not: from then on the pod's
 // runtime state may have changed.
 func (m *Manager) startContainer(ctx context.Context, pod *v1.Pod, podStatus *container.PodStatus, sandboxID string, sbConfig *runtimeapi.PodSandboxConfig, spec *v1.Container, podIPs []string) (id string, created bool, retErr error) {
+	// Known before anything is created, so that the started container's ID
+	// can be built below.
+	runtimeName, err := m.RuntimeName(ctx)
+	if err != nil {
+		return "", false, err
+	}
 	imageRef, image, err := m.ensureImageExists(ctx, pod, spec, sbConfig)
 	if err != nil {
 		return "", false, err
@@ -296,7 +302,7 @@ func (m *Manager) startContainer(ctx context.Context, pod *v1.Pod, podStatus *co
 		return resp.GetContainerId(), true, fmt.Errorf("%s: %w", ReasonRunContainerError, err)
 	}
 	m.opts.Recorder.EventfContainer(pod, spec.Name, v1.EventTypeNormal, events.StartedContainer, "Started container %s", spec.Name)
-	cid := container.BuildContainerID(m.RuntimeName(ctx), resp.GetContainerId())
+	cid := container.BuildContainerID(runtimeName, resp.GetContainerId())
 	if msg, err := m.hooks.PostStart(ctx, cid, pod, spec); err != nil {
 		// The kubelet kills a container whose postStart hook failed; the
 		// restart policy decides what comes next.
