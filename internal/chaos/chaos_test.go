@@ -72,6 +72,14 @@ func TestChaos(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = os.RemoveAll(dir) })
 	plugins := writePluginConfig(t, dir)
+	// What went wrong, said again after the processes' logs (a cleanup
+	// registered first runs last), so that it ends the output CI shows.
+	var failures []string
+	t.Cleanup(func() {
+		if len(failures) > 0 {
+			t.Logf("the failures again, after the logs:\n  %s", strings.Join(failures, "\n  "))
+		}
+	})
 
 	s, err := stack.Start(ctx, stack.Config{
 		BinDir:      bin,
@@ -103,7 +111,7 @@ func TestChaos(t *testing.T) {
 			}
 		}
 	})
-	c := &chaos{t: t, s: s, client: podClient(s.SyncURL()), f: &figures{pods: size(t)}}
+	c := &chaos{t: t, s: s, client: podClient(s.SyncURL()), f: &figures{pods: size(t)}, failures: &failures}
 	c.f.deleted = c.f.pods / 2
 
 	// Phase 1: a burst under kills and faults.
@@ -126,7 +134,7 @@ func TestChaos(t *testing.T) {
 	for pod, id := range before {
 		if after[pod] != id {
 			c.f.spurious++
-			t.Errorf("pod %s: container %s became %s after restarts of splitlet alone", pod, id, after[pod])
+			c.fail("pod %s: container %s became %s after restarts of splitlet alone", pod, id, after[pod])
 		}
 	}
 
@@ -147,7 +155,8 @@ func TestChaos(t *testing.T) {
 	t.Log(summary)
 	fmt.Println(summary)
 	if f.lost+f.mismatches+f.duplicates+f.spurious+f.orphans > 0 {
-		t.Fatalf("the stack did not converge cleanly: %s", summary)
+		c.fail("the stack did not converge cleanly: %s", summary)
+		t.FailNow()
 	}
 }
 
@@ -158,6 +167,16 @@ type chaos struct {
 	f      *figures
 	// faulty says the fake runtime should be failing calls now.
 	faulty bool
+	// failures collects what the test reported as wrong.
+	failures *[]string
+}
+
+// fail reports a failure and keeps it for the end of the output.
+func (c *chaos) fail(format string, args ...any) {
+	c.t.Helper()
+	msg := fmt.Sprintf(format, args...)
+	*c.failures = append(*c.failures, msg)
+	c.t.Error(msg)
 }
 
 func podClient(url string) podv1connect.PodServiceClient {
@@ -509,7 +528,7 @@ func (c *chaos) waitConverged(ctx context.Context, want, gone []string) time.Dur
 	if len(why) > 10 {
 		why = append(why[:10], fmt.Sprintf("... and %d more", len(why)-10))
 	}
-	c.t.Errorf("not converged after %v:\n  %s", converge, strings.Join(why, "\n  "))
+	c.fail("not converged after %v:\n  %s", converge, strings.Join(why, "\n  "))
 	return converge
 }
 
