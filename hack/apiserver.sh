@@ -13,10 +13,8 @@
 #                             node identity sync runs as, under the DaemonSet's RBAC)
 #
 # etcd comes from Debian (etcd-server, installed when missing). kube-apiserver
-# is built from the k8s.io/kubernetes module served by the Go module proxy. The
-# module zip lacks staging/ (the repository's go.mod replaces every k8s.io/*
-# library with ./staging/src/...), so the copy's replace block is rewritten to
-# the published k8s.io/* modules at the matching v0.X.Y versions.
+# is built from the k8s.io/kubernetes module served by the Go module proxy
+# (hack/lib/kube.sh).
 #
 # Environment:
 #   KUBE_VERSION    k8s.io/kubernetes version (default v1.36.3, the newest the
@@ -28,64 +26,18 @@
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-kube_version=${KUBE_VERSION:-v1.36.3}
 dir=${APISERVER_DIR:-$root/_out/apiserver}
 etcd_port=${ETCD_PORT:-23790}
 etcd_peer_port=$((etcd_port + 1))
 api_port=${APISERVER_PORT:-26443}
-# shellcheck source=hack/lib/cache.sh
-source "$root/hack/lib/cache.sh"
-bin_dir=$SPLITLET_CACHE/kubernetes-$kube_version/bin
-apiserver_bin=$bin_dir/kube-apiserver
+# shellcheck source=hack/lib/kube.sh
+source "$root/hack/lib/kube.sh"
+apiserver_bin=$KUBE_BIN_DIR/kube-apiserver
 
 log() { printf 'apiserver.sh: %s\n' "$*" >&2; }
 
 build() {
-	if [[ -x $apiserver_bin ]]; then
-		log "cached: $apiserver_bin"
-		return
-	fi
-	mkdir -p "$bin_dir" "$dir"
-	local mod_dir src lib_version
-	mod_dir=$(cd "$dir" && GOWORK=off GOFLAGS=-mod=mod go mod download -json "k8s.io/kubernetes@$kube_version" |
-		sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
-	[[ -n $mod_dir ]] || { log "go mod download k8s.io/kubernetes@$kube_version failed"; exit 1; }
-	# k8s.io/kubernetes v1.X.Y publishes its staging libraries as v0.X.Y.
-	lib_version=v0.${kube_version#v1.}
-	src=$SPLITLET_CACHE/kubernetes-$kube_version/src
-	rm -rf "$src"
-	mkdir -p "$(dirname "$src")"
-	cp -r "$mod_dir" "$src"
-	chmod -R u+w "$src"
-	rm -f "$src/go.work" "$src/go.work.sum"
-	rm -rf "$src/vendor"
-	# Point each ./staging replace at the published module.
-	sed -i -E "s#^([[:space:]]*k8s\.io/[a-z0-9-]+) => \./staging/src/k8s\.io/[a-z0-9-]+\$#\1 => \1 $lib_version#" "$src/go.mod"
-	# Drop replaces for staging modules the proxy does not serve at that version
-	# (nothing kube-apiserver imports; sample-* and the like).
-	local m
-	sed -n -E "s#^[[:space:]]*(k8s\.io/[a-z0-9-]+) => k8s\.io/[a-z0-9-]+ $lib_version\$#\1#p" "$src/go.mod" >"$dir/staging-modules"
-	while read -r m; do
-		if ! (cd "$dir" && GOWORK=off GOFLAGS=-mod=mod go list -m "$m@$lib_version" >/dev/null 2>&1); then
-			log "no $m@$lib_version on the proxy; dropping its replace and require"
-			sed -i -E "\#^[[:space:]]*$m (=> |v0\.0\.0)#d" "$src/go.mod"
-		fi
-	done <"$dir/staging-modules"
-	log "building kube-apiserver $kube_version (several minutes on 2 cores)"
-	# The version kube-apiserver reports (/version), as hack/lib/version.sh
-	# would stamp it; unset it reads v0.0.0-master.
-	local ldflags="-X k8s.io/component-base/version.gitVersion=$kube_version -X k8s.io/component-base/version.gitMajor=1"
-	ldflags+=" -X k8s.io/component-base/version.gitMinor=$(cut -d. -f2 <<<"$kube_version")"
-	(cd "$src" && GOWORK=off GOFLAGS=-mod=mod CGO_ENABLED=0 go build -ldflags "$ldflags" -o "$apiserver_bin" ./cmd/kube-apiserver)
-	log "built $apiserver_bin"
-}
-
-ensure_etcd() {
-	if ! command -v etcd >/dev/null; then
-		log "installing Debian etcd-server"
-		DEBIAN_FRONTEND=noninteractive apt-get update -qq >/dev/null
-		DEBIAN_FRONTEND=noninteractive apt-get install -y etcd-server >/dev/null
-	fi
+	kube_build kube-apiserver
 }
 
 certs() {
@@ -137,7 +89,7 @@ kubeconfig() { # name user token
 
 start() {
 	build
-	ensure_etcd
+	kube_install_etcd
 	certs
 	mkdir -p "$dir/etcd" "$dir/log"
 	if ! [[ -f $dir/etcd.pid ]] || ! kill -0 "$(cat "$dir/etcd.pid")" 2>/dev/null; then

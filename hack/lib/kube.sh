@@ -1,0 +1,96 @@
+# shellcheck shell=bash
+# Kubernetes components built from the Go module proxy, cached outside the
+# clone, keyed by version (hack/lib/cache.sh). Source this file.
+#
+#   kube_build CMD...   build each k8s.io/kubernetes ./cmd/CMD (kube-apiserver,
+#                       kube-controller-manager, kube-scheduler, kubectl, ...)
+#                       into $KUBE_BIN_DIR unless it is there already
+#   kube_install_etcd   apt-get install Debian's etcd-server unless etcd is in PATH
+#
+# The module zip of k8s.io/kubernetes lacks staging/ (the repository's go.mod
+# replaces every k8s.io/* library with ./staging/src/...), so a copy of the
+# module is made once per version under $SPLITLET_CACHE/kubernetes-VERSION/src
+# and its replace block rewritten to the published k8s.io/* modules at the
+# matching v0.X.Y versions. Every component builds from that one copy, so the
+# second and later builds share its module and build caches.
+#
+# Environment:
+#   KUBE_VERSION    k8s.io/kubernetes version (default v1.36.3, the newest the
+#                   proxy served when this was written; there is no v1.37.x yet)
+
+# shellcheck source-path=SCRIPTDIR source=cache.sh
+source "$(dirname "${BASH_SOURCE[0]}")/cache.sh"
+KUBE_VERSION=${KUBE_VERSION:-v1.36.3}
+KUBE_DIR=$SPLITLET_CACHE/kubernetes-$KUBE_VERSION
+KUBE_BIN_DIR=$KUBE_DIR/bin
+
+kube_log() { printf 'kube.sh: %s\n' "$*" >&2; }
+
+# kube_source prepares $KUBE_DIR/src once; the marker file written last says
+# a copy is complete, so an interrupted preparation is redone.
+kube_source() {
+	local src=$KUBE_DIR/src marker=$KUBE_DIR/src/.splitlet-prepared
+	[[ -f $marker ]] && return
+	mkdir -p "$KUBE_DIR"
+	local mod_dir lib_version m
+	mod_dir=$(cd "$KUBE_DIR" && GOWORK=off GOFLAGS=-mod=mod go mod download -json "k8s.io/kubernetes@$KUBE_VERSION" |
+		sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
+	[[ -n $mod_dir ]] || { kube_log "go mod download k8s.io/kubernetes@$KUBE_VERSION failed"; return 1; }
+	# k8s.io/kubernetes v1.X.Y publishes its staging libraries as v0.X.Y.
+	lib_version=v0.${KUBE_VERSION#v1.}
+	rm -rf "$src"
+	cp -r "$mod_dir" "$src"
+	chmod -R u+w "$src"
+	rm -f "$src/go.work" "$src/go.work.sum"
+	rm -rf "$src/vendor"
+	# Point each ./staging replace at the published module.
+	sed -i -E "s#^([[:space:]]*k8s\.io/[a-z0-9-]+) => \./staging/src/k8s\.io/[a-z0-9-]+\$#\1 => \1 $lib_version#" "$src/go.mod"
+	# Drop replaces for staging modules the proxy does not serve at that
+	# version (no component imports them; sample-* and the like).
+	sed -n -E "s#^[[:space:]]*(k8s\.io/[a-z0-9-]+) => k8s\.io/[a-z0-9-]+ $lib_version\$#\1#p" "$src/go.mod" >"$KUBE_DIR/staging-modules"
+	while read -r m; do
+		if ! (cd "$KUBE_DIR" && GOWORK=off GOFLAGS=-mod=mod go list -m "$m@$lib_version" >/dev/null 2>&1); then
+			kube_log "no $m@$lib_version on the proxy; dropping its replace and require"
+			sed -i -E "\#^[[:space:]]*$m (=> |v0\.0\.0)#d" "$src/go.mod"
+		fi
+	done <"$KUBE_DIR/staging-modules"
+	touch "$marker"
+}
+
+kube_build() {
+	local cmd missing=()
+	for cmd in "$@"; do
+		if [[ -x $KUBE_BIN_DIR/$cmd ]]; then
+			kube_log "cached: $KUBE_BIN_DIR/$cmd"
+		else
+			missing+=("$cmd")
+		fi
+	done
+	[[ ${#missing[@]} -gt 0 ]] || return 0
+	kube_source
+	mkdir -p "$KUBE_BIN_DIR"
+	# The version components report (/version, kubectl version), as
+	# hack/lib/version.sh would stamp it; unset it reads v0.0.0-master.
+	local ldflags="" pkg
+	for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+		ldflags+=" -X $pkg.gitVersion=$KUBE_VERSION -X $pkg.gitMajor=1"
+		ldflags+=" -X $pkg.gitMinor=$(cut -d. -f2 <<<"$KUBE_VERSION")"
+	done
+	for cmd in "${missing[@]}"; do
+		kube_log "building $cmd $KUBE_VERSION (minutes on 2 cores when cold)"
+		local start=$SECONDS
+		# Built to a temporary name and moved, so an interrupted build never
+		# leaves a binary that passes for cached.
+		(cd "$KUBE_DIR/src" && GOWORK=off GOFLAGS=-mod=mod CGO_ENABLED=0 \
+			go build -ldflags "$ldflags" -o "$KUBE_BIN_DIR/.$cmd.tmp" "./cmd/$cmd")
+		mv "$KUBE_BIN_DIR/.$cmd.tmp" "$KUBE_BIN_DIR/$cmd"
+		kube_log "built $KUBE_BIN_DIR/$cmd in $((SECONDS - start)) s"
+	done
+}
+
+kube_install_etcd() {
+	command -v etcd >/dev/null && return
+	kube_log "installing Debian etcd-server"
+	DEBIAN_FRONTEND=noninteractive apt-get update -qq >/dev/null
+	DEBIAN_FRONTEND=noninteractive apt-get install -y etcd-server >/dev/null
+}
