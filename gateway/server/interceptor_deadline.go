@@ -11,7 +11,8 @@ import (
 	"google.golang.org/grpc/codes"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/status"
-	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/splitlet/splitlet/internal/criclient"
 )
 
 // defaultDeadline is the deadline step of the unary chain (unaryChain): it
@@ -26,38 +27,7 @@ func (s *Server) defaultDeadline(ctx context.Context, req any) (time.Duration, b
 	if _, ok := ctx.Deadline(); ok {
 		return 0, false
 	}
-	return callTimeout(req, s.cfg.DefaultTimeout)
-}
-
-// callTimeout is the deadline a request gets from the default timeout d, or
-// false when it must get none. It follows the kubelet's CRI client
-// (k8s.io/cri-client remoteRuntimeService / remoteImageService), which knows
-// that some requests carry their own time budget:
-//   - StopContainer waits up to its grace period: d plus that timeout, as
-//     remoteRuntimeService.StopContainer does.
-//   - ExecSync has its own timeout: d plus it, or no deadline when it is 0
-//     (no timeout), as remoteRuntimeService.ExecSync does.
-//   - PullImage may take as long as the registry needs: no deadline, as
-//     remoteImageService.PullImage uses a plain cancellable context.
-//   - CheckpointContainer uses its own timeout when set, as
-//     remoteRuntimeService.CheckpointContainer does.
-func callTimeout(req any, d time.Duration) (time.Duration, bool) {
-	switch r := req.(type) {
-	case *runtimeapi.StopContainerRequest:
-		return d + time.Duration(r.GetTimeout())*time.Second, true
-	case *runtimeapi.ExecSyncRequest:
-		if r.GetTimeout() == 0 {
-			return 0, false
-		}
-		return d + time.Duration(r.GetTimeout())*time.Second, true
-	case *runtimeapi.PullImageRequest:
-		return 0, false
-	case *runtimeapi.CheckpointContainerRequest:
-		if r.GetTimeout() > 0 {
-			return time.Duration(r.GetTimeout()) * time.Second, true
-		}
-	}
-	return d, true
+	return criclient.CallTimeout(req, s.cfg.DefaultTimeout)
 }
 
 // errShuttingDown ends CRI streams when the gateway stops; Unavailable tells a

@@ -21,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/splitlet/splitlet/internal/criclient"
 	"github.com/splitlet/splitlet/services/admission/eviction"
 )
 
@@ -49,7 +50,10 @@ func Dial(endpoint string) (*CRI, error) {
 	default:
 		return nil, fmt.Errorf("CRI endpoint %q: want a unix socket path or unix:// URL: %w", endpoint, errdefs.ErrInvalidArgument)
 	}
-	conn, err := grpc.NewClient(target, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	// Bounded like sync's calls: a hung stats call must not stall the
+	// eviction manager's loop for ever.
+	conn, err := grpc.NewClient(target, grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithChainUnaryInterceptor(criclient.Timeouts(criclient.DefaultRequestTimeout)))
 	if err != nil {
 		return nil, fmt.Errorf("CRI endpoint %q: %v: %w", endpoint, err, errdefs.ErrInvalidArgument)
 	}

@@ -17,6 +17,7 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
+	"github.com/splitlet/splitlet/internal/criclient"
 	"github.com/splitlet/splitlet/services/sync/internal/sysctl"
 )
 
@@ -69,7 +70,10 @@ type Config struct {
 	PodLogsRoot        string
 	ResyncInterval     time.Duration
 	RelistInterval     time.Duration
-	LogLevel           zapcore.Level
+	// RuntimeRequestTimeout bounds each CRI call (criclient.Timeouts), the
+	// kubelet's --runtime-request-timeout.
+	RuntimeRequestTimeout time.Duration
+	LogLevel              zapcore.Level
 	// BackOffBase is the first restart and pull back-off delay; also the
 	// retry period of a failed pod sync (hidden flag, for tests).
 	BackOffBase time.Duration
@@ -161,6 +165,8 @@ func Parse(args []string, output io.Writer) (Config, error) {
 	fs.StringVar(&cfg.PodLogsRoot, "pod-logs-root", DefaultPodLogsRoot, "directory of the pods' container logs")
 	fs.DurationVar(&cfg.ResyncInterval, "resync-interval", DefaultResyncInterval, "how long after a sync a pod is synced again without any event")
 	fs.DurationVar(&cfg.RelistInterval, "relist-interval", DefaultRelistInterval, "period of the runtime relist (PLEG)")
+	fs.DurationVar(&cfg.RuntimeRequestTimeout, "runtime-request-timeout", criclient.DefaultRequestTimeout,
+		"longest wait for one CRI call (twice that for RunPodSandbox, plus the grace period for StopContainer; image pulls are unbounded), as the kubelet's")
 	fs.StringVar(&level, "log-level", "info", "least severe log level written: debug, info, warn or error")
 	fs.DurationVar(&cfg.BackOffBase, "crashloop-backoff-base", DefaultBackOffBase, "first crash-loop and image-pull back-off delay")
 	fs.DurationVar(&cfg.BackOffMax, "crashloop-backoff-max", 0, "longest back-off delay; 0 means the kubelet's 5 min")
@@ -227,6 +233,7 @@ func Parse(args []string, output io.Writer) (Config, error) {
 		"resync-interval": cfg.ResyncInterval, "relist-interval": cfg.RelistInterval,
 		"file-check-frequency": cfg.FileCheckFrequency, "crashloop-backoff-base": cfg.BackOffBase, "http-check-frequency": cfg.HTTPCheckFrequency,
 		"admission-timeout": cfg.AdmissionTimeout, "container-gc-period": cfg.ContainerGCPeriod,
+		"runtime-request-timeout": cfg.RuntimeRequestTimeout,
 	} {
 		if d <= 0 {
 			return Config{}, fmt.Errorf("--%s must be positive, got %s", name, d)

@@ -41,6 +41,7 @@ import (
 	"github.com/splitlet/splitlet/services/sync/internal/backoff"
 	"github.com/splitlet/splitlet/services/sync/internal/cm"
 	"github.com/splitlet/splitlet/services/sync/internal/config"
+	"github.com/splitlet/splitlet/internal/criclient"
 	"github.com/splitlet/splitlet/services/sync/internal/events"
 	"github.com/splitlet/splitlet/services/sync/internal/kuberuntime"
 	"github.com/splitlet/splitlet/services/sync/internal/podmanager"
@@ -60,7 +61,8 @@ const shutdownTimeout = 5 * time.Second
 func Run(ctx context.Context, cfg config.Config) error {
 	log := logctx.From(ctx)
 
-	conn, err := grpc.NewClient(cfg.RuntimeEndpoint, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	conn, err := grpc.NewClient(cfg.RuntimeEndpoint, grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithChainUnaryInterceptor(criclient.Timeouts(cfg.RuntimeRequestTimeout)))
 	if err != nil {
 		return fmt.Errorf("runtime endpoint %s: %w", cfg.RuntimeEndpoint, err)
 	}

@@ -1,0 +1,71 @@
+package criclient
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+func TestTimeouts(t *testing.T) {
+	const base = 10 * time.Second
+	tests := []struct {
+		desc string
+		base time.Duration
+		req  any
+		want time.Duration // 0: no deadline
+	}{
+		{desc: "a plain call gets the request timeout", base: base, req: &runtimeapi.ListContainersRequest{}, want: base},
+		{desc: "RunPodSandbox gets twice that", base: base, req: &runtimeapi.RunPodSandboxRequest{}, want: 2 * base},
+		{desc: "StopContainer adds the grace period", base: base, req: &runtimeapi.StopContainerRequest{Timeout: 30}, want: base + 30*time.Second},
+		{desc: "ExecSync adds the command's timeout", base: base, req: &runtimeapi.ExecSyncRequest{Timeout: 5}, want: base + 5*time.Second},
+		{desc: "ExecSync without a timeout has none", base: base, req: &runtimeapi.ExecSyncRequest{}},
+		{desc: "PullImage has none", base: base, req: &runtimeapi.PullImageRequest{}},
+		{desc: "CheckpointContainer uses its own timeout", base: base, req: &runtimeapi.CheckpointContainerRequest{Timeout: 3}, want: 3 * time.Second},
+		{desc: "CheckpointContainer without one gets the request timeout", base: base, req: &runtimeapi.CheckpointContainerRequest{}, want: base},
+		{desc: "a zero base disables the bound", base: 0, req: &runtimeapi.ListContainersRequest{}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.desc, func(t *testing.T) {
+			var got time.Duration
+			hasDeadline := false
+			invoker := func(ctx context.Context, _ string, _, _ any, _ *grpc.ClientConn, _ ...grpc.CallOption) error {
+				var dl time.Time
+				dl, hasDeadline = ctx.Deadline()
+				got = time.Until(dl)
+				return nil
+			}
+			if err := Timeouts(tc.base)(context.Background(), "/m", tc.req, nil, nil, invoker); err != nil {
+				t.Fatal(err)
+			}
+			if tc.want == 0 {
+				if hasDeadline {
+					t.Errorf("deadline in %v, want none", got)
+				}
+				return
+			}
+			// The deadline was set just before the invoker read it.
+			if !hasDeadline || got > tc.want || got < tc.want-time.Second {
+				t.Errorf("deadline in %v (set %v), want %v", got, hasDeadline, tc.want)
+			}
+		})
+	}
+}
+
+// A caller's earlier deadline is kept.
+func TestTimeoutsKeepEarlierDeadline(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	want, _ := ctx.Deadline()
+	invoker := func(ctx context.Context, _ string, _, _ any, _ *grpc.ClientConn, _ ...grpc.CallOption) error {
+		if got, _ := ctx.Deadline(); !got.Equal(want) {
+			t.Errorf("deadline %v, want the caller's %v", got, want)
+		}
+		return nil
+	}
+	if err := Timeouts(time.Minute)(ctx, "/m", &runtimeapi.ListContainersRequest{}, nil, nil, invoker); err != nil {
+		t.Fatal(err)
+	}
+}
