@@ -96,6 +96,9 @@ func TestChaos(t *testing.T) {
 			"--resync-interval=2s",
 			"--crashloop-backoff-base=1s",
 			"--crashloop-backoff-max=2s",
+			// A hung CRI call fails after this and is retried by the next
+			// sync (the kubelet's default is 2m).
+			"--runtime-request-timeout=2s",
 			"--log-level=info",
 		},
 		Logger: zaptest.NewLogger(t),
@@ -146,7 +149,7 @@ func TestChaos(t *testing.T) {
 	c.f.convergeDelete = c.waitConverged(ctx, kept, gone)
 
 	f := c.f
-	summary := fmt.Sprintf("chaos: pods %d, deleted %d, kills %d (%d of the plugin child), fault phases %d (10%% of CRI calls fail, 5 ms added to each); "+
+	summary := fmt.Sprintf("chaos: pods %d, deleted %d, kills %d (%d of the plugin child), fault phases %d (10%% of CRI calls fail, 1%% hang, 5 ms added to each); "+
 		"lost %d, status mismatches %d, duplicate sandboxes %d, spurious restarts %d, orphans %d; "+
 		"converged after the burst in %v, after splitlet restarts in %v, after the delete in %v; retries: apply %d, delete %d",
 		f.pods, f.deleted, f.kills, f.pluginKills, f.faultsSet, f.lost, f.mismatches, f.duplicates, f.spurious, f.orphans,
@@ -276,15 +279,18 @@ func (c *chaos) kill(ctx context.Context, name string) {
 	}
 }
 
-// setFaults makes the fake runtime fail 10% of every CRI call and answer
-// each 5 ms late.
+// setFaults makes the fake runtime fail 10% of every CRI call, answer each
+// 5 ms late, and hang 1% of them until the caller gives up.
 func (c *chaos) setFaults(ctx context.Context) {
 	c.t.Helper()
 	if !c.faulty {
 		c.f.faultsSet++
 	}
 	c.faulty = true
-	c.control(ctx, []*gatewayv1.Fault{{Method: "*", ErrorRate: 0.1, Latency: durationpb.New(5 * time.Millisecond)}})
+	c.control(ctx, []*gatewayv1.Fault{
+		{Method: "*", ErrorRate: 0.1, Latency: durationpb.New(5 * time.Millisecond)},
+		{Method: "*", HangRate: 0.01},
+	})
 }
 
 func (c *chaos) clearFaults(ctx context.Context) {

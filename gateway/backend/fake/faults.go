@@ -50,6 +50,9 @@ func (r *Runtime) SetFaults(ctx context.Context, req *gatewayv1.SetFaultsRequest
 		if rate := f.GetErrorRate(); rate < 0 || rate > 1 {
 			return nil, fmt.Errorf("faults[%d]: error_rate %v is outside [0, 1]: %w", i, rate, errdefs.ErrInvalidArgument)
 		}
+		if rate := f.GetHangRate(); rate < 0 || rate > 1 {
+			return nil, fmt.Errorf("faults[%d]: hang_rate %v is outside [0, 1]: %w", i, rate, errdefs.ErrInvalidArgument)
+		}
 		code := codes.Unavailable
 		if f.GetCode() != "" {
 			c, ok := parseCode(f.GetCode())
@@ -99,8 +102,9 @@ func (r *Runtime) GetFaults(ctx context.Context, _ *gatewayv1.GetFaultsRequest) 
 }
 
 // inject applies the faults matching method at the start of an RPC: it
-// waits out their latency (or the caller's deadline) and, with each fault's
-// error rate, returns a gRPC status error with the fault's code.
+// waits out their latency (or the caller's deadline); with each fault's
+// error rate, returns a gRPC status error with the fault's code; with its
+// hang rate, waits for the caller to give up.
 func (r *Runtime) inject(ctx context.Context, method string) error {
 	if !r.faults.any.Load() {
 		return nil
@@ -109,6 +113,7 @@ func (r *Runtime) inject(ctx context.Context, method string) error {
 	var (
 		delay time.Duration
 		fail  *fault
+		hang  bool
 	)
 	for i := range r.faults.list {
 		f := &r.faults.list[i]
@@ -121,6 +126,9 @@ func (r *Runtime) inject(ctx context.Context, method string) error {
 		if r.faults.rng.Float64() < f.pb.GetErrorRate() && fail == nil {
 			fail = f
 		}
+		if f.pb.GetHangRate() > 0 && r.faults.rng.Float64() < f.pb.GetHangRate() {
+			hang = true
+		}
 	}
 	r.faults.mu.Unlock()
 
@@ -132,6 +140,10 @@ func (r *Runtime) inject(ctx context.Context, method string) error {
 			t.Stop()
 			return status.FromContextError(ctx.Err()).Err()
 		}
+	}
+	if fail == nil && hang {
+		<-ctx.Done()
+		return status.FromContextError(ctx.Err()).Err()
 	}
 	if fail == nil {
 		return nil

@@ -96,6 +96,33 @@ func TestFaultLatencyHonoursDeadline(t *testing.T) {
 	}
 }
 
+// A hung call answers nothing until its caller gives up, and then with the
+// caller's reason; the runtime keeps serving other calls meanwhile.
+func TestFaultHangUntilCallerGivesUp(t *testing.T) {
+	r := newTestRuntime(t, Options{})
+	if _, err := r.SetFaults(context.Background(), &gatewayv1.SetFaultsRequest{Faults: []*gatewayv1.Fault{{Method: "Version", HangRate: 1}}}); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		_, err := r.Version(ctx, &runtimeapi.VersionRequest{})
+		done <- err
+	}()
+	if _, err := r.ListPodSandbox(context.Background(), &runtimeapi.ListPodSandboxRequest{}); err != nil {
+		t.Fatalf("another call while one hangs: %v", err)
+	}
+	select {
+	case err := <-done:
+		t.Fatalf("hung call returned before its caller gave up: %v", err)
+	default:
+	}
+	cancel()
+	if err := <-done; status.Code(err) != codes.Canceled {
+		t.Fatalf("err = %v, want Canceled", err)
+	}
+}
+
 func TestFaultOnEventStream(t *testing.T) {
 	r := newTestRuntime(t, Options{})
 	r.SetFaults(context.Background(), &gatewayv1.SetFaultsRequest{Faults: []*gatewayv1.Fault{{Method: "GetContainerEvents", ErrorRate: 1, Code: "Unimplemented"}}})
@@ -112,6 +139,7 @@ func TestSetFaultsValidation(t *testing.T) {
 	}{
 		{desc: "unknown code", req: &gatewayv1.SetFaultsRequest{Faults: []*gatewayv1.Fault{{Method: "*", Code: "Sometimes"}}}},
 		{desc: "rate above 1", req: &gatewayv1.SetFaultsRequest{Faults: []*gatewayv1.Fault{{Method: "*", ErrorRate: 1.5}}}},
+		{desc: "hang rate below 0", req: &gatewayv1.SetFaultsRequest{Faults: []*gatewayv1.Fault{{Method: "*", HangRate: -0.5}}}},
 		{desc: "no method", req: &gatewayv1.SetFaultsRequest{Faults: []*gatewayv1.Fault{{ErrorRate: 1}}}},
 		{desc: "bad regexp", req: &gatewayv1.SetFaultsRequest{PullFailures: []string{"("}}},
 	}

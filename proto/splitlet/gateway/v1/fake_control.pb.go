@@ -34,7 +34,11 @@ type Fault struct {
 	// Message of the injected error; a default naming the fault is used when empty.
 	Message string `protobuf:"bytes,4,opt,name=message,proto3" json:"message,omitempty"`
 	// Added to every matching call, failing or not.
-	Latency       *durationpb.Duration `protobuf:"bytes,5,opt,name=latency,proto3" json:"latency,omitempty"`
+	Latency *durationpb.Duration `protobuf:"bytes,5,opt,name=latency,proto3" json:"latency,omitempty"`
+	// Fraction of matching calls, from 0 to 1, that hang: they never answer
+	// and return only when the caller's deadline passes or it cancels, as a
+	// runtime stuck in a call would. Drawn after error_rate.
+	HangRate      float64 `protobuf:"fixed64,6,opt,name=hang_rate,json=hangRate,proto3" json:"hang_rate,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -102,6 +106,13 @@ func (x *Fault) GetLatency() *durationpb.Duration {
 		return x.Latency
 	}
 	return nil
+}
+
+func (x *Fault) GetHangRate() float64 {
+	if x != nil {
+		return x.HangRate
+	}
+	return 0
 }
 
 type SetFaultsRequest struct {
@@ -286,14 +297,15 @@ var File_splitlet_gateway_v1_fake_control_proto protoreflect.FileDescriptor
 
 const file_splitlet_gateway_v1_fake_control_proto_rawDesc = "" +
 	"\n" +
-	"&splitlet/gateway/v1/fake_control.proto\x12\x13splitlet.gateway.v1\x1a\x1egoogle/protobuf/duration.proto\"\xa1\x01\n" +
+	"&splitlet/gateway/v1/fake_control.proto\x12\x13splitlet.gateway.v1\x1a\x1egoogle/protobuf/duration.proto\"\xbe\x01\n" +
 	"\x05Fault\x12\x16\n" +
 	"\x06method\x18\x01 \x01(\tR\x06method\x12\x1d\n" +
 	"\n" +
 	"error_rate\x18\x02 \x01(\x01R\terrorRate\x12\x12\n" +
 	"\x04code\x18\x03 \x01(\tR\x04code\x12\x18\n" +
 	"\amessage\x18\x04 \x01(\tR\amessage\x123\n" +
-	"\alatency\x18\x05 \x01(\v2\x19.google.protobuf.DurationR\alatency\"k\n" +
+	"\alatency\x18\x05 \x01(\v2\x19.google.protobuf.DurationR\alatency\x12\x1b\n" +
+	"\thang_rate\x18\x06 \x01(\x01R\bhangRate\"k\n" +
 	"\x10SetFaultsRequest\x122\n" +
 	"\x06faults\x18\x01 \x03(\v2\x1a.splitlet.gateway.v1.FaultR\x06faults\x12#\n" +
 	"\rpull_failures\x18\x02 \x03(\tR\fpullFailures\"\x13\n" +
