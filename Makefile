@@ -32,7 +32,7 @@ RUN_FLAGS = --dir=$(RUN_DIR) --examples=$(ROOT)/examples \
   $(if $(RUN_GATEWAY_METRICS_ADDR),--gateway-metrics-addr=$(RUN_GATEWAY_METRICS_ADDR)) \
   $(addprefix --crictl=,$(wildcard $(SPLITLET_CACHE)/cri-tools-*/crictl))
 
-.PHONY: build tools generate check-generate lint test e2e critest bench run stop compose-e2e apiserver-e2e chaos clean
+.PHONY: build tools generate check-generate lint test e2e critest bench run stop compose-e2e apiserver-e2e cluster cluster-down chaos clean
 
 build: ## Build every splitlet binary into bin/.
 	mkdir -p $(BIN)
@@ -76,6 +76,12 @@ apiserver-e2e: ## splitlet against a real etcd + kube-apiserver (built from the 
 	hack/apiserver.sh start
 	trap '$(ROOT)/hack/apiserver.sh stop' EXIT; eval "$$(hack/apiserver.sh env)"; \
 	  cd services/sync && go test -count=1 -v ./test/apiserver/
+
+cluster: ## A control plane (etcd, kube-apiserver, kube-controller-manager, kube-scheduler) in network namespace splitlet-cluster; root.
+	hack/cluster.sh up
+
+cluster-down: ## Stop what `make cluster` started and delete its network namespace.
+	hack/cluster.sh down
 
 chaos: build ## Kill each process with SIGKILL during a pod burst and a mass delete, with CRI faults; figures in RELIABILITY.md.
 	cd internal && SPLITLET_BIN_DIR=$(BIN) go test -tags chaos -count=1 -race -v -run TestChaos ./chaos/

@@ -244,3 +244,8 @@ func stopPid(pid int, name string, grace time.Duration) bool {
 	}
 	return true
 }
+
+// StopPid stops a process that a detached launcher left running, by the
+// pid it recorded: SIGTERM if pid still runs a binary whose command line
+// holds name, SIGKILL after grace. It reports whether the process ran.
+func StopPid(pid int, name string, grace time.Duration) bool { return stopPid(pid, name, grace) }
