@@ -9,9 +9,10 @@
 # the shared CRI scenario through a gateway and directly against containerd;
 # services/sync/test/e2e starts a gateway and sync and runs sync's pod
 # scenarios (init + app containers, logs, exec, deletion) through the
-# PodService. Everything lives in one temporary directory that is removed on
-# exit, success or not; on failure the containerd log is printed here and the
-# processes' logs by the tests.
+# PodService; internal/localstack runs `make run` + `make stop` on it and
+# checks that nothing is left. Everything lives in one temporary directory
+# that is removed on exit, success or not; on failure the containerd log is
+# printed here and the processes' logs by the tests.
 #
 # Must run as root (containerd and runc need it). Environment:
 #   SPLITLET_E2E_KEEP=1   keep the work directory for inspection
@@ -74,4 +75,10 @@ log "gateway e2e PASS"
 # shellcheck disable=SC2086
 (cd "$root/services/sync" && go test -count=1 -v ${E2E_GO_TEST_FLAGS:-} ./test/e2e/...)
 log "sync e2e PASS"
+# make run on containerd, then make stop: nothing of the example pods may be
+# left in containerd. Alone, after the suites above: a second stack's sync on
+# the same containerd would remove this one's pods as unknown.
+# shellcheck disable=SC2086
+(cd "$root/internal" && go test -count=1 -v ${E2E_GO_TEST_FLAGS:-} -run TestStopLeavesNothingInContainerd ./localstack/)
+log "make run / make stop on containerd PASS"
 log "PASS"

@@ -12,6 +12,7 @@ package localstack
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -22,6 +23,9 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/splitlet/splitlet/internal/stack"
 )
@@ -96,7 +100,7 @@ func Run(ctx context.Context, cfg Config) (retErr error) {
 			return
 		}
 		if cfg.RuntimeEndpoint != "" {
-			drain(cfg, s.SyncURL(), manifests)
+			drain(cfg, s.SyncURL(), "unix://"+s.GatewaySocket, manifests)
 		}
 		s.Stop()
 		log.Info("stopped the stack")
@@ -169,7 +173,7 @@ func Stop(cfg Config) error {
 	backend, _ := os.ReadFile(filepath.Join(cfg.Dir, "backend"))
 	if server := envValue(cfg.Dir, "SPLITLET_SERVER"); strings.TrimSpace(string(backend)) == "cri" && server != "" &&
 		stack.Running(cfg.Dir)["sync"] != 0 {
-		drain(cfg, server, filepath.Join(cfg.Dir, "manifests"))
+		drain(cfg, server, envValue(cfg.Dir, "CONTAINER_RUNTIME_ENDPOINT"), filepath.Join(cfg.Dir, "manifests"))
 	}
 	stopped, err := stack.StopDetached(cfg.Dir, stack.DefaultStopGrace)
 	if err != nil {
@@ -306,6 +310,29 @@ func (c splitctl) podNames(ctx context.Context) ([]string, error) {
 	return names, nil
 }
 
+// podUIDs returns the UIDs of the pods sync lists.
+func (c splitctl) podUIDs(ctx context.Context) (map[string]bool, error) {
+	out, err := c.run(ctx, "get", "pods", "-o", "json")
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s", err, out)
+	}
+	var list struct {
+		Items []struct {
+			Metadata struct {
+				UID string `json:"uid"`
+			} `json:"metadata"`
+		} `json:"items"`
+	}
+	if err := json.Unmarshal([]byte(out), &list); err != nil {
+		return nil, fmt.Errorf("splitctl get pods -o json: %w", err)
+	}
+	uids := map[string]bool{}
+	for _, p := range list.Items {
+		uids[p.Metadata.UID] = true
+	}
+	return uids, nil
+}
+
 // waitStatic waits until the listing holds the static pod of
 // examples/static (its name carries the node name as a suffix).
 func waitStatic(ctx context.Context, c splitctl, timeout time.Duration) error {
@@ -324,23 +351,31 @@ func waitStatic(ctx context.Context, c splitctl, timeout time.Duration) error {
 }
 
 // drain removes the pods from a real runtime before sync stops: static ones
-// by removing their manifests, the rest through splitctl delete.
-func drain(cfg Config, server, manifests string) {
+// by removing their manifests, the rest through splitctl delete. A pod
+// leaves sync's listing once it is terminated, before housekeeping removes
+// its sandboxes and containers (as a kubelet's pod leaves the API server
+// before its dead containers are collected), so drain then waits until the
+// runtime, read through the gateway, holds nothing of those pods either.
+func drain(cfg Config, server, gateway, manifests string) {
 	log := cfg.Logger
 	log.Info("deleting the pods from the runtime (static ones by removing their manifests)")
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	ctl := splitctl{bin: filepath.Join(cfg.BinDir, "splitctl"), server: server}
+	uids, err := ctl.podUIDs(ctx)
+	if err != nil {
+		log.Warn("listing the pods to drain", zap.Error(err))
+	}
 	if matches, _ := filepath.Glob(filepath.Join(manifests, "*")); len(matches) > 0 {
 		for _, m := range matches {
 			_ = os.Remove(m)
 		}
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	ctl := splitctl{bin: filepath.Join(cfg.BinDir, "splitctl"), server: server}
 	if names, err := ctl.podNames(ctx); err == nil && len(names) > 0 {
 		// Static pods answer NotFound here and go away with their manifest.
 		_, _ = ctl.run(ctx, append([]string{"delete", "pod", "--wait=false"}, names...)...)
 	}
-	err := poll(ctx, 30*time.Second, func() (bool, error) {
+	err = poll(ctx, 30*time.Second, func() (bool, error) {
 		names, err := ctl.podNames(ctx)
 		if err != nil {
 			return false, err
@@ -349,7 +384,56 @@ func drain(cfg Config, server, manifests string) {
 	})
 	if err != nil {
 		log.Warn("draining the runtime", zap.Error(err))
+		return
 	}
+	if len(uids) == 0 || gateway == "" {
+		return
+	}
+	err = poll(ctx, 30*time.Second, func() (bool, error) {
+		left, err := runtimeLeftovers(ctx, gateway, uids)
+		if err != nil {
+			return false, err
+		}
+		return len(left) == 0, fmt.Errorf("the runtime still holds %v", left)
+	})
+	if err != nil {
+		log.Warn("draining the runtime", zap.Error(err))
+	}
+}
+
+// podUIDLabel is the label the kubelet, and sync, put on every sandbox and
+// container with the pod's UID.
+const podUIDLabel = "io.kubernetes.pod.uid"
+
+// runtimeLeftovers lists the sandboxes and containers of the pods uids that
+// the runtime behind the gateway endpoint still holds.
+func runtimeLeftovers(ctx context.Context, endpoint string, uids map[string]bool) ([]string, error) {
+	conn, err := grpc.NewClient(endpoint, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Close()
+	cri := runtimeapi.NewRuntimeServiceClient(conn)
+	sbs, err := cri.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{})
+	if err != nil {
+		return nil, err
+	}
+	ctrs, err := cri.ListContainers(ctx, &runtimeapi.ListContainersRequest{})
+	if err != nil {
+		return nil, err
+	}
+	var left []string
+	for _, sb := range sbs.GetItems() {
+		if uids[sb.GetLabels()[podUIDLabel]] {
+			left = append(left, "sandbox of "+sb.GetMetadata().GetNamespace()+"/"+sb.GetMetadata().GetName())
+		}
+	}
+	for _, c := range ctrs.GetContainers() {
+		if uids[c.GetLabels()[podUIDLabel]] {
+			left = append(left, "container "+c.GetMetadata().GetName())
+		}
+	}
+	return left, nil
 }
 
 // poll calls cond every 200 ms until it holds or timeout passes, returning
