@@ -13,6 +13,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/validation"
+	utilsysctl "k8s.io/component-helpers/node/util/sysctl"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/splitlet/splitlet/internal/qos"
@@ -195,8 +196,11 @@ func generatePodSandboxLinuxConfig(pod *v1.Pod, opts SandboxOptions) (*runtimeap
 		Sysctls: map[string]string{},
 	}
 	if sc := pod.Spec.SecurityContext; sc != nil {
+		// Slash-separated names (net/ipv4/ip_local_port_range) go to the
+		// runtime dot-separated, which runc requires to tell the sysctl's
+		// namespace: the kubelet's ConvertPodSysctlsVariableToDotsSeparator.
 		for _, s := range sc.Sysctls {
-			lc.Sysctls[s.Name] = s.Value
+			lc.Sysctls[utilsysctl.NormalizeName(s.Name)] = s.Value
 		}
 		if sc.RunAsUser != nil {
 			lc.SecurityContext.RunAsUser = &runtimeapi.Int64Value{Value: *sc.RunAsUser}

@@ -212,8 +212,11 @@ func TestGeneratePodSandboxConfigSecurityContext(t *testing.T) {
 		RunAsGroup:         new(int64(2000)),
 		FSGroup:            new(int64(3000)),
 		SupplementalGroups: []int64{4000, 4001},
-		Sysctls:            []v1.Sysctl{{Name: "net.core.somaxconn", Value: "1024"}},
-		SeccompProfile:     &v1.SeccompProfile{Type: v1.SeccompProfileTypeUnconfined},
+		Sysctls: []v1.Sysctl{
+			{Name: "net.core.somaxconn", Value: "1024"},
+			{Name: "net/ipv4/conf/eno2.100/rp_filter", Value: "1"},
+		},
+		SeccompProfile: &v1.SeccompProfile{Type: v1.SeccompProfileTypeUnconfined},
 	}
 	pod.Spec.InitContainers = []v1.Container{{Name: "init", SecurityContext: &v1.SecurityContext{Privileged: new(true)}}}
 	opts, _ := sandboxOpts()
@@ -228,7 +231,9 @@ func TestGeneratePodSandboxConfigSecurityContext(t *testing.T) {
 	if want := []int64{3000, 4000, 4001}; !reflect.DeepEqual(sc.SupplementalGroups, want) {
 		t.Errorf("supplemental groups = %v, want %v (fsGroup first)", sc.SupplementalGroups, want)
 	}
-	if want := map[string]string{"net.core.somaxconn": "1024"}; !reflect.DeepEqual(cfg.GetLinux().GetSysctls(), want) {
+	// A slash-separated name reaches the runtime dot-separated (its dots
+	// become slashes).
+	if want := map[string]string{"net.core.somaxconn": "1024", "net.ipv4.conf.eno2/100.rp_filter": "1"}; !reflect.DeepEqual(cfg.GetLinux().GetSysctls(), want) {
 		t.Errorf("sysctls = %v, want %v", cfg.GetLinux().GetSysctls(), want)
 	}
 	if !sc.GetPrivileged() {
