@@ -3,12 +3,11 @@ package server
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
 
 	"connectrpc.com/connect"
-	"github.com/containerd/errdefs"
-	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	podv1 "github.com/splitlet/splitlet/proto/splitlet/pod/v1"
 	"github.com/splitlet/splitlet/services/sync/internal/logs"
@@ -26,42 +25,33 @@ func (w streamWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// Logs streams a container's CRI log file, as kubectl logs: the file is the
-// one the runtime reports for the container instance (the current one, or
-// with previous the last terminated one), read by logs.ReadLogs; with follow,
-// new lines are sent until the container stops or the client leaves.
+// Logs streams a container's CRI log file, as kubectl logs: the container
+// instance is the one the kubelet would pick from the pod's status
+// (logs.ContainerLogID: the current one, or with previous the last
+// terminated one), read by logs.ContainerLogs; with follow, new lines are
+// sent until the container stops or the client leaves.
 func (s *Server) Logs(ctx context.Context, req *connect.Request[podv1.LogsRequest], stream *connect.ServerStream[podv1.LogsResponse]) error {
 	m := req.Msg
-	id, err := s.resolveContainer(m.GetNamespace(), m.GetName(), m.GetContainer(), m.GetPrevious())
+	pod, err := s.getPod(m.GetNamespace(), m.GetName())
 	if err != nil {
 		return toConnectError(err)
 	}
-	st, err := s.runtime.ContainerStatus(ctx, &runtimeapi.ContainerStatusRequest{ContainerId: id})
+	name, err := containerName(pod, m.GetContainer())
 	if err != nil {
-		return toConnectError(fmt.Errorf("container %s: %w", id, err))
+		return toConnectError(err)
 	}
-	path := st.GetStatus().GetLogPath()
-	if path == "" {
-		return toConnectError(fmt.Errorf("container %s has no log file: %w", id, errdefs.ErrNotFound))
+	id, err := logs.ContainerLogID(pod.Name, &pod.Status, name, m.GetPrevious())
+	if err != nil {
+		return toConnectError(err)
 	}
-	opts := logs.Options{
-		Follow:     m.GetFollow(),
-		TailLines:  m.TailLines,
-		LimitBytes: m.LimitBytes,
-		Timestamps: m.GetTimestamps(),
-		ContainerExited: func() bool {
-			st, err := s.runtime.ContainerStatus(ctx, &runtimeapi.ContainerStatusRequest{ContainerId: id})
-			return err != nil || st.GetStatus().GetState() != runtimeapi.ContainerState_CONTAINER_RUNNING
-		},
-	}
-	if m.SinceSeconds != nil {
-		since := time.Now().Add(-time.Duration(m.GetSinceSeconds()) * time.Second)
-		opts.SinceTime = &since
+	podOpts := &v1.PodLogOptions{
+		Follow: m.GetFollow(), TailLines: m.TailLines, LimitBytes: m.LimitBytes,
+		Timestamps: m.GetTimestamps(), SinceSeconds: m.SinceSeconds,
 	}
 	if m.SinceTime != nil {
-		since := m.GetSinceTime().AsTime()
-		opts.SinceTime = &since
+		podOpts.SinceTime = &metav1.Time{Time: m.GetSinceTime().AsTime()}
 	}
+	opts := logs.OptionsFrom(podOpts, time.Now())
 	if opts.Follow {
 		// Headers now: a followed log may stay silent for long.
 		if err := stream.Send(nil); err != nil {
@@ -69,7 +59,7 @@ func (s *Server) Logs(ctx context.Context, req *connect.Request[podv1.LogsReques
 		}
 	}
 	w := streamWriter{stream: stream}
-	err = logs.ReadLogs(ctx, path, opts, w, w)
+	err = logs.ContainerLogs(ctx, s.runtime, id, opts, w, w)
 	if err != nil && opts.Follow && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) {
 		// The client left a followed log: that is how a follow ends.
 		return nil
