@@ -117,6 +117,21 @@ type Config struct {
 	// '*') pods may set beyond the safe ones (the kubelet's
 	// --allowed-unsafe-sysctls).
 	AllowedUnsafeSysctls []string
+	// NodeAPIAddr is where the kubelet's node API (logs, pods, metrics for
+	// the API server's proxy) is served over TLS; empty serves none.
+	NodeAPIAddr string
+	// NodeAPITLSCertFile and NodeAPITLSKeyFile are its serving certificate
+	// (the kubelet's --tls-cert-file/--tls-private-key-file); without
+	// them a self-signed pair is made under StateDir/pki.
+	NodeAPITLSCertFile string
+	NodeAPITLSKeyFile  string
+	// ClientCAFile verifies client certificates on the node API (the
+	// kubelet's --client-ca-file).
+	ClientCAFile string
+	// AnonymousAuth lets node API requests without credentials through as
+	// system:anonymous, to be authorized (the kubelet's --anonymous-auth,
+	// off as in its configuration file's default).
+	AnonymousAuth bool
 }
 
 // hidden flags are parsed but left out of the usage text.
@@ -180,6 +195,11 @@ func Parse(args []string, output io.Writer) (Config, error) {
 	fs.StringVar(&cfg.ClusterDomain, "cluster-domain", "", "the cluster's DNS domain, e.g. cluster.local, searched by ClusterFirst pods (the kubelet's --cluster-domain)")
 	fs.StringVar(&cfg.CgroupRoot, "cgroup-root", "/sys/fs/cgroup", "where cgroupfs is mounted: the pod cgroups the runtime made for pods sync ran are removed under it once the pods are gone (the kubelet's cleanupOrphanedPodCgroups); empty leaves them")
 	fs.StringVar(&unsafeSysctls, "allowed-unsafe-sysctls", "", "comma-separated unsafe sysctls or sysctl patterns ending in '*' (e.g. 'kernel.msg*,net.core.somaxconn') pods may set besides the safe ones (the kubelet's --allowed-unsafe-sysctls); a pod setting any other sysctl fails with reason SysctlForbidden")
+	fs.StringVar(&cfg.NodeAPIAddr, "node-api-addr", "", "address of the kubelet's node API over HTTPS (/containerLogs, /pods, /runningpods/, /healthz, /metrics), which the API server proxies kubectl logs to, e.g. :10250; empty serves none")
+	fs.StringVar(&cfg.NodeAPITLSCertFile, "node-api-tls-cert-file", "", "serving certificate of the node API (with --node-api-tls-private-key-file); empty: a self-signed one kept in <state-dir>/pki, as the kubelet's default")
+	fs.StringVar(&cfg.NodeAPITLSKeyFile, "node-api-tls-private-key-file", "", "private key of --node-api-tls-cert-file")
+	fs.StringVar(&cfg.ClientCAFile, "client-ca-file", "", "CA bundle verifying node API client certificates, e.g. the API server's --kubelet-client-certificate (the kubelet's --client-ca-file)")
+	fs.BoolVar(&cfg.AnonymousAuth, "anonymous-auth", false, "let node API requests without credentials through as system:anonymous, to be authorized by SubjectAccessReview (needs --kubeconfig)")
 	registerNode := fs.String("register-node", "", "register --node-name as a Node with a Lease in kube-node-lease (true or false; default true when --kubeconfig is set)")
 	nodeLabels := fs.String("node-labels", "", "comma-separated key=value labels added to the registered Node")
 	if err := fs.Parse(args); err != nil {
@@ -241,6 +261,19 @@ func Parse(args []string, output io.Writer) (Config, error) {
 	}
 	if cfg.AdmissionFailurePolicy != "Fail" && cfg.AdmissionFailurePolicy != "Ignore" {
 		return Config{}, fmt.Errorf("--admission-failure-policy must be Fail or Ignore, got %q", cfg.AdmissionFailurePolicy)
+	}
+	if cfg.NodeAPIAddr != "" {
+		if (cfg.NodeAPITLSCertFile == "") != (cfg.NodeAPITLSKeyFile == "") {
+			return Config{}, fmt.Errorf("--node-api-tls-cert-file and --node-api-tls-private-key-file go together")
+		}
+		// Without an API server nothing can review tokens or decide
+		// access: only client certificates remain, and they must have a CA.
+		if cfg.Kubeconfig == "" && cfg.ClientCAFile == "" {
+			return Config{}, fmt.Errorf("--node-api-addr needs --kubeconfig (bearer tokens through TokenReview, access through SubjectAccessReview) or --client-ca-file (client certificates only; every verified client may do everything)")
+		}
+		if cfg.Kubeconfig == "" && cfg.AnonymousAuth {
+			return Config{}, fmt.Errorf("--anonymous-auth needs --kubeconfig: without SubjectAccessReview every anonymous request would be allowed")
+		}
 	}
 	return cfg, nil
 }

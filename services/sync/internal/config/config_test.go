@@ -77,6 +77,18 @@ func TestParse(t *testing.T) {
 		{desc: "zero admission timeout", args: []string{"--admission-timeout=0s"}, wantErr: "--admission-timeout must be positive"},
 		{desc: "bad log level", args: []string{"--log-level=loud"}, wantErr: "--log-level"},
 		{desc: "zero resync", args: []string{"--resync-interval=0s"}, wantErr: "--resync-interval must be positive"},
+		{desc: "node API off by default, anonymous refused", args: []string{"--node-name=n"}, check: func(c Config) bool {
+			return c.NodeAPIAddr == "" && !c.AnonymousAuth && c.ClientCAFile == ""
+		}},
+		{desc: "node API with an API server", args: []string{"--node-api-addr=:10250", "--kubeconfig=/k", "--client-ca-file=/ca.crt", "--node-api-tls-cert-file=/c", "--node-api-tls-private-key-file=/k"}, check: func(c Config) bool {
+			return c.NodeAPIAddr == ":10250" && c.ClientCAFile == "/ca.crt" && c.NodeAPITLSCertFile == "/c" && c.NodeAPITLSKeyFile == "/k"
+		}},
+		{desc: "node API with client certificates only", args: []string{"--node-api-addr=127.0.0.1:10250", "--client-ca-file=/ca.crt"}, check: func(c Config) bool {
+			return c.NodeAPIAddr == "127.0.0.1:10250" && c.Kubeconfig == ""
+		}},
+		{desc: "node API with no way to authenticate", args: []string{"--node-api-addr=:10250"}, wantErr: "--node-api-addr needs --kubeconfig"},
+		{desc: "node API anonymous without an API server", args: []string{"--node-api-addr=:10250", "--client-ca-file=/ca.crt", "--anonymous-auth"}, wantErr: "--anonymous-auth needs --kubeconfig"},
+		{desc: "node API certificate without its key", args: []string{"--node-api-addr=:10250", "--kubeconfig=/k", "--node-api-tls-cert-file=/c"}, wantErr: "go together"},
 		{desc: "stray argument", args: []string{"extra"}, wantErr: "unexpected arguments"},
 	} {
 		t.Run(tc.desc, func(t *testing.T) {

@@ -3,7 +3,8 @@
 // the admission client (when --admission-endpoint is set, with its eviction
 // watcher), the sync loop, the API server source with its status manager,
 // event sink and node registration (when --kubeconfig is set) and the
-// PodService, in that order, and runs them until the context ends.
+// PodService and the kubelet's node API (when --node-api-addr is set), in
+// that order, and runs them until the context ends.
 package daemon
 
 import (
@@ -201,6 +202,16 @@ func Run(ctx context.Context, cfg config.Config) error {
 	if admissionClient != nil {
 		go admissionClient.WatchEvictions(ctx, kubelet)
 	}
+	// The node API listens before the Node is registered, which carries its
+	// port.
+	var api *nodeAPI
+	if cfg.NodeAPIAddr != "" {
+		if api, err = newNodeAPI(ctx, cfg, kubeClient, pods, rt, reg); err != nil {
+			return err
+		}
+		defer api.ln.Close()
+		go api.runAuth(ctx)
+	}
 	if kubeClient != nil {
 		go apiserver.NewPodSource(kubeClient, cfg.NodeName, podConfig).Run(ctx)
 		go objects.Run(ctx)
@@ -240,6 +251,15 @@ func Run(ctx context.Context, cfg config.Config) error {
 		go func() {
 			if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 				errs <- err
+			}
+		}()
+	}
+	if api != nil {
+		log.Info("serving the node API", zap.String("addr", api.ln.Addr().String()))
+		servers = append(servers, api.srv)
+		go func() {
+			if err := api.srv.ServeTLS(api.ln, "", ""); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				errs <- fmt.Errorf("node API: %w", err)
 			}
 		}()
 	}

@@ -1,0 +1,77 @@
+package daemon
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"path/filepath"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/splitlet/splitlet/internal/logctx"
+	"github.com/splitlet/splitlet/services/sync/internal/config"
+	"github.com/splitlet/splitlet/services/sync/internal/nodeapi"
+)
+
+// nodeAPI is the kubelet's node API as sync serves it: its server, bound to
+// its listener (so the port is known before the Node is registered), and
+// the loop that reloads the client CA.
+type nodeAPI struct {
+	srv     *http.Server
+	ln      net.Listener
+	runAuth func(ctx context.Context)
+}
+
+// port is the TCP port the node API listens on, for the Node's
+// status.daemonEndpoints.kubeletEndpoint.
+func (n *nodeAPI) port() int32 {
+	return int32(n.ln.Addr().(*net.TCPAddr).Port)
+}
+
+// newNodeAPI builds the node API and binds its listener: TLS from the
+// configured certificate or a self-signed one under <state-dir>/pki,
+// authentication and authorization from the API server (kubeClient) and
+// the client CA.
+func newNodeAPI(ctx context.Context, cfg config.Config, kubeClient kubernetes.Interface, pods nodeapi.PodLister, rt nodeapi.Runtime, reg prometheus.Gatherer) (*nodeAPI, error) {
+	authOpts := nodeapi.AuthOptions{ClientCAFile: cfg.ClientCAFile, Anonymous: cfg.AnonymousAuth}
+	if kubeClient != nil {
+		authOpts.Client = kubeClient
+	}
+	auth, runAuth, err := nodeapi.BuildAuth(authOpts)
+	if err != nil {
+		return nil, fmt.Errorf("node API: %w", err)
+	}
+	var ips []net.IP
+	for _, s := range cfg.NodeIPs {
+		if ip := net.ParseIP(s); ip != nil {
+			ips = append(ips, ip)
+		}
+	}
+	tlsConfig, err := nodeapi.TLSConfig(nodeapi.TLSOptions{
+		CertFile: cfg.NodeAPITLSCertFile, KeyFile: cfg.NodeAPITLSKeyFile,
+		CertDir: filepath.Join(cfg.StateDir, "pki"), Host: cfg.NodeName, IPs: ips,
+		RequestClientCert: cfg.ClientCAFile != "",
+	})
+	if err != nil {
+		return nil, fmt.Errorf("node API: %w", err)
+	}
+	h := nodeapi.New(nodeapi.Options{NodeName: cfg.NodeName, Pods: pods, Runtime: rt, Metrics: reg, Auth: auth})
+	log := logctx.From(ctx).With(zap.String("server", "node-api"))
+	srv := nodeapi.NewHTTPServer(cfg.NodeAPIAddr, withLogger(log, h), tlsConfig)
+	srv.ErrorLog = zap.NewStdLog(log)
+	ln, err := net.Listen("tcp", cfg.NodeAPIAddr)
+	if err != nil {
+		return nil, fmt.Errorf("node API: listen %s: %w", cfg.NodeAPIAddr, err)
+	}
+	return &nodeAPI{srv: srv, ln: ln, runAuth: runAuth}, nil
+}
+
+// withLogger puts log in every request's context.
+func withLogger(log *zap.Logger, h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h.ServeHTTP(w, r.WithContext(logctx.With(r.Context(), log)))
+	})
+}

@@ -1,0 +1,28 @@
+// Package nodeapi is the kubelet's node API (port 10250 on a kubelet) served
+// by splitlet-sync: the HTTPS endpoint the API server proxies `kubectl logs`
+// to (status.daemonEndpoints.kubeletEndpoint of the Node), with the
+// kubelet's paths and semantics (pkg/kubelet/server/server.go):
+//
+//	/healthz                                     "ok"
+//	/pods                                        the pods sync runs, a v1.PodList
+//	/runningpods/                                the pods the runtime runs, a v1.PodList
+//	/containerLogs/{namespace}/{pod}/{container} a container's log (PodLogOptions as query)
+//	/metrics                                     sync's Prometheus registry
+//
+// Every request is authenticated and authorized as the kubelet does it
+// (pkg/kubelet/server/auth.go, cmd/kubelet/app/auth.go): client
+// certificates verified against a client CA, bearer tokens through
+// TokenReview, then a SubjectAccessReview on the node's subresource the path
+// maps to (nodes/proxy, nodes/log, nodes/stats, nodes/metrics,
+// nodes/healthz, nodes/pods), with k8s.io/apiserver's delegating
+// authenticator and authorizer and the kubelet's cache TTLs. A request that
+// authenticates as nobody gets 401, one whose user may not get 403.
+//
+// Usage sketch:
+//
+//	auth, runAuth, err := nodeapi.BuildAuth(nodeapi.AuthOptions{NodeName: node, Client: kubeClient, ClientCAFile: ca})
+//	go runAuth(ctx)
+//	srv := nodeapi.New(nodeapi.Options{Pods: podManager, Runtime: criClient, Metrics: reg, Auth: auth})
+//	tlsConfig, err := nodeapi.TLSConfig(nodeapi.TLSOptions{CertFile: c, KeyFile: k, CertDir: dir, Host: node})
+//	httpSrv := nodeapi.NewHTTPServer(addr, srv, tlsConfig)
+package nodeapi

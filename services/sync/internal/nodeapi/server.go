@@ -1,0 +1,137 @@
+package nodeapi
+
+import (
+	"context"
+	"crypto/tls"
+	"encoding/json"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"go.uber.org/zap"
+	"google.golang.org/grpc"
+	v1 "k8s.io/api/core/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/splitlet/splitlet/internal/logctx"
+	"github.com/splitlet/splitlet/services/sync/internal/podmanager"
+)
+
+// PodLister gives the pods sync runs, with their status
+// (*podmanager.Manager). GetPodByFullName returns nil for an unknown pod.
+type PodLister interface {
+	GetPodByFullName(namespace, name string) *v1.Pod
+	GetPodsWithStatus() []*v1.Pod
+}
+
+var _ PodLister = (*podmanager.Manager)(nil)
+
+// Runtime is the part of CRI the node API reads
+// (runtimeapi.RuntimeServiceClient). Errors are the runtime's gRPC statuses.
+type Runtime interface {
+	ListPodSandbox(ctx context.Context, in *runtimeapi.ListPodSandboxRequest, opts ...grpc.CallOption) (*runtimeapi.ListPodSandboxResponse, error)
+	ListContainers(ctx context.Context, in *runtimeapi.ListContainersRequest, opts ...grpc.CallOption) (*runtimeapi.ListContainersResponse, error)
+	ContainerStatus(ctx context.Context, in *runtimeapi.ContainerStatusRequest, opts ...grpc.CallOption) (*runtimeapi.ContainerStatusResponse, error)
+}
+
+var _ Runtime = runtimeapi.RuntimeServiceClient(nil)
+
+// Options configure a Server.
+type Options struct {
+	// NodeName is the node whose subresources requests are authorized on.
+	NodeName string
+	Pods     PodLister
+	Runtime  Runtime
+	// Metrics is served on /metrics.
+	Metrics prometheus.Gatherer
+	// Auth authenticates and authorizes every request (BuildAuth).
+	Auth Auth
+	// Healthy is the kubelet's syncloop health check for /healthz; nil is
+	// always healthy.
+	Healthy func() error
+	// Now is the clock sinceSeconds counts back from (tests); nil is
+	// time.Now.
+	Now func() time.Time
+}
+
+// Server is the node API's http.Handler.
+type Server struct {
+	opts    Options
+	handler http.Handler
+}
+
+var _ http.Handler = (*Server)(nil)
+
+// New builds the node API: every route behind opts.Auth. Matches the
+// kubelet's NewServer with its debugging handlers on (the kubelet's
+// default), for the paths sync serves.
+func New(opts Options) *Server {
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	s := &Server{opts: opts}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET "+healthzPath, s.getHealthz)
+	mux.HandleFunc("GET "+podsPath, s.getPods)
+	mux.HandleFunc("GET "+runningPodsPath, s.getRunningPods)
+	mux.HandleFunc("GET /containerLogs/{podNamespace}/{podID}/{containerName}", s.getContainerLogs)
+	mux.Handle("GET "+metricsPath, promhttp.HandlerFor(opts.Metrics, promhttp.HandlerOpts{}))
+	s.handler = withAuth(opts.Auth, opts.NodeName, mux)
+	return s
+}
+
+// ServeHTTP puts a logger naming the request in its context and serves it.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	log := logctx.From(r.Context()).With(zap.String("method", r.Method), zap.String("path", r.URL.Path))
+	s.handler.ServeHTTP(w, r.WithContext(logctx.With(r.Context(), log)))
+}
+
+// NewHTTPServer serves h over TLS (tlsConfig) on addr with the kubelet's
+// server timeouts (ListenAndServeKubeletServer): a followed log or a stream
+// may stay open for hours, headers are capped at 1 MiB.
+func NewHTTPServer(addr string, h http.Handler, tlsConfig *tls.Config) *http.Server {
+	return &http.Server{
+		Addr:              addr,
+		Handler:           h,
+		TLSConfig:         tlsConfig,
+		IdleTimeout:       90 * time.Second,
+		ReadTimeout:       4 * 60 * time.Minute,
+		WriteTimeout:      4 * 60 * time.Minute,
+		ReadHeaderTimeout: 10 * time.Second,
+		MaxHeaderBytes:    1 << 20,
+	}
+}
+
+// getHealthz answers "ok" while the sync loop is healthy. Matches the
+// kubelet's healthz handler with its ping and syncloop checks.
+func (s *Server) getHealthz(w http.ResponseWriter, r *http.Request) {
+	if s.opts.Healthy != nil {
+		if err := s.opts.Healthy(); err != nil {
+			logctx.From(r.Context()).Info("healthz check failed", zap.Error(err))
+			http.Error(w, "[-]syncloop failed: reason withheld\nhealthz check failed", http.StatusInternalServerError)
+			return
+		}
+	}
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	_, _ = w.Write([]byte("ok"))
+}
+
+// writePodList writes pods as the kubelet's encodePods does: a v1 PodList
+// in JSON.
+func writePodList(w http.ResponseWriter, r *http.Request, pods []*v1.Pod) {
+	list := v1.PodList{TypeMeta: metaPodList, Items: make([]v1.Pod, 0, len(pods))}
+	for _, p := range pods {
+		list.Items = append(list.Items, *p)
+	}
+	data, err := json.Marshal(&list)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if _, err := w.Write(data); err != nil {
+		logctx.From(r.Context()).Info("writing the response failed", zap.Error(err))
+	}
+}
