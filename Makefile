@@ -32,7 +32,7 @@ RUN_FLAGS = --dir=$(RUN_DIR) --examples=$(ROOT)/examples \
   $(if $(RUN_GATEWAY_METRICS_ADDR),--gateway-metrics-addr=$(RUN_GATEWAY_METRICS_ADDR)) \
   $(addprefix --crictl=,$(wildcard $(SPLITLET_CACHE)/cri-tools-*/crictl))
 
-.PHONY: build tools generate check-generate lint test e2e critest bench run stop compose-e2e apiserver-e2e cluster cluster-down chaos clean
+.PHONY: build tools generate check-generate lint test e2e critest bench run stop compose-e2e apiserver-e2e cluster cluster-down cluster-e2e chaos clean
 
 build: ## Build every splitlet binary into bin/.
 	mkdir -p $(BIN)
@@ -82,6 +82,9 @@ cluster: ## A control plane (etcd, kube-apiserver, kube-controller-manager, kube
 
 cluster-down: ## Stop what `make cluster` started and delete its network namespace.
 	hack/cluster.sh down
+
+cluster-e2e: ## splitlet nodes on containerd in a real control plane, in a private network namespace (root).
+	hack/cluster-e2e.sh
 
 chaos: build ## Kill each process with SIGKILL during a pod burst and a mass delete, with CRI faults; figures in RELIABILITY.md.
 	cd internal && SPLITLET_BIN_DIR=$(BIN) go test -tags chaos -count=1 -race -v -run TestChaos ./chaos/

@@ -1,0 +1,107 @@
+#!/usr/bin/env bash
+# splitlet nodes in a real control plane: `make cluster-e2e` runs this.
+#
+# Outside any namespace it builds what the test needs: kube-apiserver,
+# kube-controller-manager, kube-scheduler and kubectl (hack/lib/kube.sh,
+# cached in $SPLITLET_CACHE), Debian's etcd-server, containerd, runc and
+# busybox-static, the test images (hack/images.sh), splitlet's binaries and
+# the test binary (services/sync/test/cluster). It then re-runs itself in a
+# new network namespace (unshare --net) where it starts one private
+# containerd per splitlet node (hack/lib/containerd.sh) and runs the test
+# binary, which starts the control plane and the nodes (internal/cluster,
+# internal/stack). Nothing listens outside that namespace; it disappears with
+# the last process in it. Everything lives in one temporary directory that is
+# removed on exit.
+#
+# Must run as root. Environment:
+#   CLUSTER_E2E_NODES      splitlet nodes, each with its own containerd (default 2)
+#   SPLITLET_E2E_KEEP=1    keep the work directory for inspection
+#   E2E_GO_TEST_FLAGS      extra flags for the test binary (e.g. -test.run=X)
+set -euo pipefail
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+log() { echo "[cluster-e2e] $*" >&2; }
+busybox_image=docker.io/library/busybox:1.36
+
+if [ "$(id -u)" -ne 0 ]; then
+  log "must run as root: it installs packages, creates a network namespace and runs containerd"
+  exit 1
+fi
+
+# shellcheck source-path=SCRIPTDIR source=lib/containerd.sh
+source "$root/hack/lib/containerd.sh"
+# shellcheck source-path=SCRIPTDIR source=lib/kube.sh
+source "$root/hack/lib/kube.sh"
+
+# The containerd of each node, for stop_all: hack/lib/containerd.sh keeps one
+# containerd's state in its CONTAINERD_* variables.
+socks=() pids=() dirs=()
+stop_all() {
+  local rc=$? j
+  set +e
+  for j in "${!socks[@]}"; do
+    CONTAINERD_SOCK=${socks[$j]} CONTAINERD_PID=${pids[$j]} CONTAINERD_DIR=${dirs[$j]}
+    if [ "$rc" -ne 0 ] && [ -s "${dirs[$j]}/containerd.log" ]; then
+      log "---- containerd $((j + 1)) log (last 30 lines) ----"; tail -n 30 "${dirs[$j]}/containerd.log" >&2
+    fi
+    containerd_stop
+  done
+  exit "$rc"
+}
+
+# inner runs in the new network namespace: containerd per node, then the test.
+inner() {
+  local workdir=$1 nodes=$2 i endpoints=""
+  ip link set lo up
+  trap stop_all EXIT
+  trap 'exit 130' INT
+  trap 'exit 143' TERM
+  for i in $(seq 1 "$nodes"); do
+    containerd_start "$workdir/c$i" >/dev/null
+    containerd_import "$workdir/images/pause.tar" "$workdir/images/busybox.tar" 2>/dev/null
+    socks+=("$CONTAINERD_SOCK") pids+=("$CONTAINERD_PID") dirs+=("$CONTAINERD_DIR")
+    endpoints+="${endpoints:+,}unix://$CONTAINERD_SOCK"
+  done
+  log "containerd per node: $endpoints"
+  # shellcheck disable=SC2086 # E2E_GO_TEST_FLAGS is a list of flags.
+  (cd "$root/services/sync/test/cluster" &&
+    SPLITLET_KUBE_BIN_DIR=$KUBE_BIN_DIR SPLITLET_CONTAINERD_ENDPOINTS=$endpoints \
+    SPLITLET_BIN_DIR=$root/bin SPLITLET_BUSYBOX_IMAGE=$busybox_image \
+    "$workdir/cluster.test" -test.count=1 -test.v -test.timeout=10m ${E2E_GO_TEST_FLAGS:-})
+}
+
+if [ "${1:-}" = inner ]; then
+  inner "$2" "$3"
+  exit
+fi
+
+nodes=${CLUSTER_E2E_NODES:-2}
+# Short: unix socket paths are limited to 108 bytes.
+workdir=$(mktemp -d /tmp/splitlet-cl.XXXXXX)
+cleanup() {
+  local rc=$?
+  set +e
+  [ "$rc" -eq 0 ] || log "FAILED (exit $rc)"
+  if [ "${SPLITLET_E2E_KEEP:-}" = 1 ]; then
+    log "kept $workdir"
+  else
+    rm -rf "$workdir"
+  fi
+  exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+start=$SECONDS
+kube_build kube-apiserver kube-controller-manager kube-scheduler kubectl
+kube_install_etcd
+containerd_install
+log "building test images, splitlet's binaries and the test"
+"$root/hack/images.sh" "$workdir/images" >/dev/null
+make -C "$root" build >/dev/null
+# Built here: the namespace has no route to the module proxy.
+(cd "$root/services/sync" && go test -c -race -o "$workdir/cluster.test" ./test/cluster/)
+log "prepared in $((SECONDS - start)) s; running the test in a new network namespace with $nodes node(s)"
+unshare --net -- "$0" inner "$workdir" "$nodes"
+log "PASS in $((SECONDS - start)) s"

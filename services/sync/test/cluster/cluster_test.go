@@ -1,0 +1,455 @@
+// Package cluster_test runs splitlet nodes in a real Kubernetes control
+// plane: etcd, kube-apiserver with its default admission plugins
+// (NodeRestriction, ServiceAccount) and the Node and RBAC authorizers,
+// kube-controller-manager and kube-scheduler (internal/cluster). Each node
+// is a gateway, admission and sync in front of its own containerd; sync
+// runs with the node's own identity (system:node:NAME). kube-scheduler
+// places a Deployment's pods on the nodes, they become Ready, and deleting
+// the Deployment with kubectl leaves no container in any containerd.
+//
+// `make cluster-e2e` (hack/cluster-e2e.sh) provides what it needs and runs
+// it inside a network namespace of its own:
+//
+//	SPLITLET_KUBE_BIN_DIR          kube-apiserver, kube-controller-manager, kube-scheduler, kubectl
+//	SPLITLET_CONTAINERD_ENDPOINTS  one containerd CRI endpoint per node, comma-separated
+//	SPLITLET_BIN_DIR               splitlet's binaries (built when unset)
+//	SPLITLET_BUSYBOX_IMAGE         the busybox image imported into each containerd
+//
+// Without the first two every test skips.
+package cluster_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/splitlet/splitlet/internal/cluster"
+	"github.com/splitlet/splitlet/internal/nodelabels"
+	launcher "github.com/splitlet/splitlet/internal/stack"
+)
+
+const (
+	kubeBinEnv    = "SPLITLET_KUBE_BIN_DIR"
+	containerdEnv = "SPLITLET_CONTAINERD_ENDPOINTS"
+	busyboxEnv    = "SPLITLET_BUSYBOX_IMAGE"
+)
+
+var binDir string
+
+func TestMain(m *testing.M) {
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) int {
+	if os.Getenv(kubeBinEnv) == "" || os.Getenv(containerdEnv) == "" {
+		return m.Run() // tests skip, saying why
+	}
+	bin, cleanup, err := launcher.Binaries(context.Background())
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "splitlet binaries:", err)
+		return 1
+	}
+	defer cleanup()
+	binDir = bin
+	return m.Run()
+}
+
+// env is what a test needs from the environment; it skips without it.
+type env struct {
+	kubeBin   string
+	endpoints []string
+	busybox   string
+}
+
+func needEnv(t *testing.T) env {
+	t.Helper()
+	e := env{kubeBin: os.Getenv(kubeBinEnv), busybox: os.Getenv(busyboxEnv)}
+	for _, ep := range strings.Split(os.Getenv(containerdEnv), ",") {
+		if ep != "" {
+			e.endpoints = append(e.endpoints, ep)
+		}
+	}
+	if e.kubeBin == "" || len(e.endpoints) == 0 {
+		t.Skipf("%s and %s are unset: run make cluster-e2e (root), which builds the control plane, starts containerd and runs this test in a network namespace", kubeBinEnv, containerdEnv)
+	}
+	if e.busybox == "" {
+		e.busybox = "docker.io/library/busybox:1.36"
+	}
+	return e
+}
+
+// waitFor polls cond every 200 ms until it holds or timeout passes.
+func waitFor(t *testing.T, timeout time.Duration, what string, cond func() (bool, string)) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	tick := time.NewTicker(200 * time.Millisecond)
+	defer tick.Stop()
+	last := ""
+	for {
+		ok, msg := cond()
+		if ok {
+			return
+		}
+		last = msg
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s: %s", timeout, what, last)
+		}
+		<-tick.C
+	}
+}
+
+// node is one splitlet node: its stack and a CRI client of its containerd
+// (not the gateway: what is left in the runtime is the question).
+type node struct {
+	name       string
+	kubeconfig string // the node's own identity, sync's --kubeconfig
+	stack      *launcher.Stack
+	containerd runtimeapi.RuntimeServiceClient
+}
+
+// startControlPlane starts the cluster and returns it with an admin
+// clientset; its logs are printed when the test fails.
+func startControlPlane(t *testing.T, e env, dir string) (*cluster.Cluster, kubernetes.Interface) {
+	t.Helper()
+	start := time.Now()
+	c, err := cluster.Start(t.Context(), cluster.Config{BinDir: e.kubeBin, Dir: filepath.Join(dir, "cp")})
+	if err != nil {
+		t.Fatalf("start the control plane: %v", err)
+	}
+	t.Logf("control plane ready in %v at %s", time.Since(start).Round(time.Millisecond), c.Server)
+	t.Cleanup(func() {
+		if t.Failed() {
+			for _, p := range c.Processes() {
+				t.Logf("last lines of %s:\n%s", p.LogPath, p.Tail(20))
+			}
+		}
+		c.Stop()
+	})
+	return c, clientFor(t, c.AdminKubeconfig)
+}
+
+func clientFor(t *testing.T, kubeconfig string) kubernetes.Interface {
+	t.Helper()
+	rc, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	client, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return client
+}
+
+// startNode starts a gateway (in front of endpoint), admission and sync;
+// sync registers name with the node's own credential.
+func startNode(t *testing.T, c *cluster.Cluster, dir, name, endpoint string) *node {
+	t.Helper()
+	kubeconfig, err := c.NodeKubeconfig(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := launcher.Start(t.Context(), launcher.Config{
+		BinDir:          binDir,
+		Dir:             filepath.Join(dir, name),
+		NodeName:        name,
+		RuntimeEndpoint: endpoint,
+		SyncArgs: []string{
+			"--kubeconfig=" + kubeconfig,
+			"--relist-interval=1s",
+			"--container-gc-period=2s",
+		},
+	})
+	if err != nil {
+		t.Fatalf("start node %s: %v", name, err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			for _, p := range st.Processes() {
+				t.Logf("last lines of %s (%s):\n%s", p.LogPath, name, p.Tail(40))
+			}
+		}
+		st.Stop()
+	})
+	conn, err := grpc.NewClient(endpoint, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = conn.Close() })
+	return &node{name: name, kubeconfig: kubeconfig, stack: st, containerd: runtimeapi.NewRuntimeServiceClient(conn)}
+}
+
+// kubectl runs the built kubectl as the cluster's admin, as a user would.
+func kubectl(t *testing.T, e env, c *cluster.Cluster, stdin string, args ...string) string {
+	t.Helper()
+	cmd := exec.CommandContext(t.Context(), filepath.Join(e.kubeBin, cluster.KubectlBinary),
+		append([]string{"--kubeconfig=" + c.AdminKubeconfig}, args...)...)
+	cmd.Stdin = strings.NewReader(stdin)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out.String())
+	}
+	t.Logf("kubectl %s\n%s", strings.Join(args, " "), strings.TrimSpace(out.String()))
+	return out.String()
+}
+
+// podContainers lists the containers and sandboxes containerd holds for
+// pods in namespace, in any state.
+func (n *node) podContainers(t *testing.T, namespace string) (containers, sandboxes []string) {
+	t.Helper()
+	label := map[string]string{"io.kubernetes.pod.namespace": namespace}
+	cs, err := n.containerd.ListContainers(t.Context(), &runtimeapi.ListContainersRequest{
+		Filter: &runtimeapi.ContainerFilter{LabelSelector: label}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range cs.Containers {
+		containers = append(containers, fmt.Sprintf("%s(%s %s)", c.Metadata.GetName(), c.Labels["io.kubernetes.pod.name"], c.State))
+	}
+	ss, err := n.containerd.ListPodSandbox(t.Context(), &runtimeapi.ListPodSandboxRequest{
+		Filter: &runtimeapi.PodSandboxFilter{LabelSelector: label}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range ss.Items {
+		sandboxes = append(sandboxes, fmt.Sprintf("%s(%s)", s.Metadata.GetName(), s.State))
+	}
+	return containers, sandboxes
+}
+
+// A Deployment placed by kube-scheduler on splitlet nodes that run as
+// system:node identities under the Node authorizer and NodeRestriction.
+func TestDeploymentOnSplitletNodes(t *testing.T) {
+	e := needEnv(t)
+	// Not t.TempDir: unix socket paths are limited to 108 bytes.
+	dir, err := os.MkdirTemp("", "scl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	c, client := startControlPlane(t, e, dir)
+	ctx := t.Context()
+
+	began := time.Now()
+	var nodes []*node
+	names := map[string]bool{}
+	for i, ep := range e.endpoints {
+		n := startNode(t, c, dir, fmt.Sprintf("splitlet-%c", 'a'+i), ep)
+		nodes = append(nodes, n)
+		names[n.name] = true
+	}
+	cidrs := map[string]string{}
+	waitFor(t, 60*time.Second, "every node registered, Ready and given a pod CIDR", func() (bool, string) {
+		var notReady []string
+		for _, n := range nodes {
+			obj, err := client.CoreV1().Nodes().Get(ctx, n.name, metav1.GetOptions{})
+			if err != nil {
+				notReady = append(notReady, n.name+": "+err.Error())
+				continue
+			}
+			ready := false
+			for _, cond := range obj.Status.Conditions {
+				ready = ready || (cond.Type == v1.NodeReady && cond.Status == v1.ConditionTrue)
+			}
+			if !ready || obj.Spec.PodCIDR == "" {
+				notReady = append(notReady, fmt.Sprintf("%s: ready %v, podCIDR %q", n.name, ready, obj.Spec.PodCIDR))
+				continue
+			}
+			cidrs[n.name] = obj.Spec.PodCIDR
+		}
+		return len(notReady) == 0, strings.Join(notReady, "; ")
+	})
+	seen := map[string]string{}
+	for name, cidr := range cidrs {
+		if other, dup := seen[cidr]; dup {
+			t.Errorf("nodes %s and %s share pod CIDR %s", name, other, cidr)
+		}
+		seen[cidr] = name
+	}
+	t.Logf("%d node(s) Ready in %v with pod CIDRs %v", len(nodes), time.Since(began).Round(time.Millisecond), cidrs)
+
+	replicas := 2 * len(nodes)
+	began = time.Now()
+	kubectl(t, e, c, deployment(replicas, e.busybox), "apply", "-f", "-")
+	kubectl(t, e, c, "", "rollout", "status", "deployment/web", "--timeout=120s")
+	t.Logf("%d replicas scheduled, started and Ready in %v", replicas, time.Since(began).Round(time.Millisecond))
+
+	pods, err := client.CoreV1().Pods("default").List(ctx, metav1.ListOptions{LabelSelector: "app=web"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	perNode := map[string]int{}
+	for _, p := range pods.Items {
+		ready := false
+		for _, cond := range p.Status.Conditions {
+			ready = ready || (cond.Type == v1.PodReady && cond.Status == v1.ConditionTrue)
+		}
+		if !names[p.Spec.NodeName] || !ready {
+			t.Errorf("pod %s on node %q, ready %v: want Ready on a splitlet node", p.Name, p.Spec.NodeName, ready)
+		}
+		perNode[p.Spec.NodeName]++
+	}
+	if len(pods.Items) != replicas {
+		t.Errorf("%d pods, want %d", len(pods.Items), replicas)
+	}
+	// maxSkew 1 over kubernetes.io/hostname: an even spread.
+	for _, n := range nodes {
+		if perNode[n.name] != 2 {
+			t.Errorf("node %s runs %d pods, want 2 (spread %v)", n.name, perNode[n.name], perNode)
+		}
+		containers, _ := n.podContainers(t, "default")
+		running := 0
+		for _, s := range containers {
+			if strings.HasSuffix(s, "CONTAINER_RUNNING)") {
+				running++
+			}
+		}
+		if running != perNode[n.name] {
+			t.Errorf("containerd of %s runs %d containers %v, want %d", n.name, running, containers, perNode[n.name])
+		}
+	}
+
+	if len(nodes) > 1 {
+		nodeRestricted(t, client, nodes[0], nodes[1])
+	} else {
+		t.Log("one node: the Node authorizer and NodeRestriction are not tried across nodes")
+	}
+
+	began = time.Now()
+	kubectl(t, e, c, "", "delete", "deployment", "web", "--wait=true")
+	waitFor(t, 90*time.Second, "the Deployment's pods gone from the API server", func() (bool, string) {
+		pods, err := client.CoreV1().Pods("default").List(ctx, metav1.ListOptions{LabelSelector: "app=web"})
+		if err != nil {
+			return false, err.Error()
+		}
+		var left []string
+		for _, p := range pods.Items {
+			left = append(left, p.Name+" on "+p.Spec.NodeName)
+		}
+		return len(left) == 0, strings.Join(left, ", ")
+	})
+	waitFor(t, 60*time.Second, "no container or sandbox left in any containerd", func() (bool, string) {
+		var left []string
+		for _, n := range nodes {
+			containers, sandboxes := n.podContainers(t, "default")
+			if len(containers)+len(sandboxes) > 0 {
+				sort.Strings(containers)
+				left = append(left, fmt.Sprintf("%s: containers %v sandboxes %v", n.name, containers, sandboxes))
+			}
+		}
+		return len(left) == 0, strings.Join(left, "; ")
+	})
+	t.Logf("deleted: no pod, container or sandbox left %v after kubectl delete", time.Since(began).Round(time.Millisecond))
+}
+
+// nodeRestricted checks that the identity sync of node a runs with may
+// write its own pods' status but neither read nor write a pod bound to node
+// b, nor node b's Node: the Node authorizer and NodeRestriction apply. The
+// objects of node b are read with the admin's client.
+func nodeRestricted(t *testing.T, admin kubernetes.Interface, a, b *node) {
+	t.Helper()
+	ctx := t.Context()
+	client := clientFor(t, a.kubeconfig)
+	pods, err := admin.CoreV1().Pods("default").List(ctx, metav1.ListOptions{LabelSelector: "app=web"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var own, other *v1.Pod
+	for i := range pods.Items {
+		switch pods.Items[i].Spec.NodeName {
+		case a.name:
+			own = &pods.Items[i]
+		case b.name:
+			other = &pods.Items[i]
+		}
+	}
+	if own == nil || other == nil {
+		t.Fatalf("want a pod on each of %s and %s", a.name, b.name)
+	}
+	// The same write on both: a condition only this test sets.
+	write := func(p *v1.Pod) error {
+		next := p.DeepCopy()
+		next.Status.Conditions = append(next.Status.Conditions, v1.PodCondition{
+			Type: "splitlet.dev/node-restriction-test", Status: v1.ConditionTrue, LastTransitionTime: metav1.Now()})
+		_, err := client.CoreV1().Pods(p.Namespace).UpdateStatus(ctx, next, metav1.UpdateOptions{})
+		return err
+	}
+	if err := write(own); err != nil && !apierrors.IsConflict(err) {
+		t.Errorf("%s updating the status of its own pod %s: %v", a.name, own.Name, err)
+	}
+	refused := func(what string, err error) {
+		t.Helper()
+		if !apierrors.IsForbidden(err) {
+			t.Errorf("%s %s: got %v, want Forbidden", a.name, what, err)
+			return
+		}
+		t.Logf("%s %s: refused: %v", a.name, what, err)
+	}
+	refused("updating the status of "+b.name+"'s pod", write(other))
+	_, err = client.CoreV1().Pods(other.Namespace).Get(ctx, other.Name, metav1.GetOptions{})
+	refused("reading "+b.name+"'s pod", err)
+	n, err := admin.CoreV1().Nodes().Get(ctx, b.name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.Labels["splitlet.dev/test"] = "x"
+	_, err = client.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{})
+	refused("updating Node "+b.name, err)
+}
+
+// deployment is a Deployment of busybox pods that only splitlet nodes
+// take (nodeSelector and toleration of splitlet's taint), spread evenly
+// over them, on the host network (no CNI yet) and Ready by an exec probe.
+func deployment(replicas int, image string) string {
+	return fmt.Sprintf(`apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: web
+  namespace: default
+spec:
+  replicas: %d
+  selector:
+    matchLabels: {app: web}
+  template:
+    metadata:
+      labels: {app: web}
+    spec:
+      hostNetwork: true
+      nodeSelector: {%s: %s}
+      tolerations:
+      - {key: %s, operator: Exists, effect: NoSchedule}
+      topologySpreadConstraints:
+      - maxSkew: 1
+        topologyKey: kubernetes.io/hostname
+        whenUnsatisfiable: DoNotSchedule
+        labelSelector:
+          matchLabels: {app: web}
+      terminationGracePeriodSeconds: 5
+      containers:
+      - name: app
+        image: %s
+        imagePullPolicy: IfNotPresent
+        command: [sh, -c, "touch /tmp/ready; trap 'exit 0' TERM; while true; do sleep 1; done"]
+        readinessProbe:
+          exec:
+            command: [test, -f, /tmp/ready]
+          periodSeconds: 2
+`, replicas, nodelabels.AgentLabel, nodelabels.AgentLabelValue, nodelabels.AgentLabel, image)
+}
