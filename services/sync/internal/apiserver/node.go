@@ -54,8 +54,31 @@ type NodeOptions struct {
 	// StatusInterval is the node status update period [1 min, the
 	// kubelet's nodeStatusReportFrequency].
 	StatusInterval time.Duration
+	// Addresses are the node's status.addresses (NodeAddresses), through
+	// which the API server reaches the node API.
+	Addresses []v1.NodeAddress
+	// KubeletPort is the node API's port, reported as
+	// status.daemonEndpoints.kubeletEndpoint.Port: where the API server
+	// sends logs requests. 0: no node API.
+	KubeletPort int32
 	// Now is the clock (tests).
 	Now func() time.Time
+}
+
+// NodeAddresses are the addresses a node reports: an InternalIP per node
+// IP, then its hostname, when known. Matches the kubelet's NodeAddress
+// setter with --node-ip given (the hostname is the machine's, as the
+// kubelet's without --hostname-override, not the Node's name, which for
+// splitlet need not resolve).
+func NodeAddresses(nodeIPs []string, hostname string) []v1.NodeAddress {
+	var addrs []v1.NodeAddress
+	for _, ip := range nodeIPs {
+		addrs = append(addrs, v1.NodeAddress{Type: v1.NodeInternalIP, Address: ip})
+	}
+	if hostname != "" {
+		addrs = append(addrs, v1.NodeAddress{Type: v1.NodeHostName, Address: hostname})
+	}
+	return addrs
 }
 
 // NodeRegistrar registers a Node and keeps it alive.
@@ -182,6 +205,8 @@ func (r *NodeRegistrar) fillStatus(ctx context.Context, n *v1.Node) error {
 		}
 	}
 	n.Status.Conditions = conditions
+	n.Status.Addresses = r.opts.Addresses
+	n.Status.DaemonEndpoints.KubeletEndpoint.Port = r.opts.KubeletPort
 	n.Status.NodeInfo.OperatingSystem = runtime.GOOS
 	n.Status.NodeInfo.Architecture = runtime.GOARCH
 	n.Status.NodeInfo.KubeletVersion = "splitlet"

@@ -3,6 +3,7 @@ package apiserver
 import (
 	"context"
 	"errors"
+	"fmt"
 	"maps"
 	"testing"
 	"time"
@@ -183,5 +184,55 @@ func TestUpdateStatusWithoutReportKeepsLastKnown(t *testing.T) {
 	}
 	if c := findNodeCondition(n, v1.NodeReady); c == nil || c.Status != v1.ConditionTrue {
 		t.Errorf("conditions %+v: want Ready=True", n.Status.Conditions)
+	}
+}
+
+// TestNodeAPIEndpoint: the Node carries the node API's port and the
+// addresses the API server reaches it by, on registration and on every
+// status update (an adopted Node may carry another agent's).
+func TestNodeAPIEndpoint(t *testing.T) {
+	stale := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}, Status: v1.NodeStatus{
+		Addresses:       []v1.NodeAddress{{Type: v1.NodeInternalIP, Address: "10.9.9.9"}},
+		DaemonEndpoints: v1.NodeDaemonEndpoints{KubeletEndpoint: v1.DaemonEndpoint{Port: 10250}},
+	}}
+	for _, tc := range []struct {
+		desc     string
+		existing *v1.Node
+		ips      []string
+		hostname string
+		port     int32
+		want     []v1.NodeAddress
+	}{
+		{desc: "node IPs as InternalIPs, then the hostname", ips: []string{"10.0.0.5", "fd00::5"}, hostname: "host-a", port: 10350,
+			want: []v1.NodeAddress{{Type: v1.NodeInternalIP, Address: "10.0.0.5"}, {Type: v1.NodeInternalIP, Address: "fd00::5"}, {Type: v1.NodeHostName, Address: "host-a"}}},
+		{desc: "an adopted node's stale endpoint is replaced", existing: stale, ips: []string{"127.0.0.1"}, port: 43210,
+			want: []v1.NodeAddress{{Type: v1.NodeInternalIP, Address: "127.0.0.1"}}},
+		{desc: "no node API: port 0", existing: stale, hostname: "host-a",
+			want: []v1.NodeAddress{{Type: v1.NodeHostName, Address: "host-a"}}},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			var objs []runtime.Object
+			if tc.existing != nil {
+				objs = append(objs, tc.existing.DeepCopy())
+			}
+			client := fake.NewClientset(objs...)
+			r := NewNodeRegistrar(client, NodeOptions{Name: "n1", Addresses: NodeAddresses(tc.ips, tc.hostname), KubeletPort: tc.port})
+			if err := r.Register(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+			if err := r.UpdateStatus(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+			n, err := client.CoreV1().Nodes().Get(t.Context(), "n1", metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := n.Status.DaemonEndpoints.KubeletEndpoint.Port; got != tc.port {
+				t.Errorf("kubelet endpoint port %d, want %d", got, tc.port)
+			}
+			if fmt.Sprint(n.Status.Addresses) != fmt.Sprint(tc.want) {
+				t.Errorf("addresses %v, want %v", n.Status.Addresses, tc.want)
+			}
+		})
 	}
 }

@@ -218,12 +218,22 @@ func Run(ctx context.Context, cfg config.Config) error {
 		go statusManager.Run(ctx)
 		go apiserver.NewEventSink(kubeClient, pods).Run(ctx, recorder)
 		if cfg.RegisterNode {
-			go apiserver.NewNodeRegistrar(kubeClient, apiserver.NodeOptions{
+			opts := apiserver.NodeOptions{
 				Name:           cfg.NodeName,
 				Labels:         cfg.NodeLabels,
 				Report:         nodeReport(cfg.AdmissionEndpoint),
 				StatusInterval: 20 * time.Second,
-			}).Run(ctx)
+				Addresses:      apiserver.NodeAddresses(cfg.NodeIPs, hostname()),
+			}
+			if api != nil {
+				// The API server's proxy (kubectl logs) dials
+				// https://<node address>:<this port>.
+				opts.KubeletPort = api.port()
+				if len(cfg.NodeIPs) == 0 {
+					log.Warn("no --node-ip: the Node reports no InternalIP, so an API server preferring InternalIP (kubeadm's) cannot reach the node API")
+				}
+			}
+			go apiserver.NewNodeRegistrar(kubeClient, opts).Run(ctx)
 		}
 	}
 
@@ -330,6 +340,16 @@ func logInterceptor(log *zap.Logger) connect.Interceptor {
 			return resp, err
 		}
 	})
+}
+
+// hostname is the machine's host name, which the Node reports as its
+// Hostname address (the Node's own name may not resolve).
+func hostname() string {
+	h, err := os.Hostname()
+	if err != nil {
+		return ""
+	}
+	return strings.ToLower(h)
 }
 
 // machineMemory reads MemTotal from /proc/meminfo in bytes; 0 when unknown.
