@@ -15,10 +15,11 @@
 //   - liveness and startup results feed computePodActions through the
 //     kuberuntime.ProbeResults interface the Manager implements: a failure
 //     kills and restarts the container per the restart policy;
-//   - readiness and startup results feed the status generator
-//     (status.Inputs{Readiness: m.ReadinessResult, Startup: m.StartupResult})
-//     and UpdatePodStatus, which set the container statuses' ready and
-//     started fields from which ContainersReady and Ready follow;
+//   - readiness and startup results feed the status generator through
+//     UpdatePodStatus (status.Inputs{Probes: m}), which sets the container
+//     statuses' ready and started fields from which ContainersReady and
+//     Ready follow, and runs a readiness probe that has no result yet at
+//     once;
 //   - every change is also sent on the results manager's Updates channel so
 //     the sync loop can sync the pod at once (liveness and startup failures)
 //     or regenerate its status (readiness).

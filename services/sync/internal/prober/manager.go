@@ -105,20 +105,6 @@ func (m *Manager) Startup(id container.ContainerID) kuberuntime.ProbeResult {
 	return r
 }
 
-// ReadinessResult has the shape of status.ProbeResultFunc, for
-// status.Inputs.Readiness.
-func (m *Manager) ReadinessResult(id container.ContainerID) (success, ok bool) {
-	r, ok := m.readiness.Get(id)
-	return r == kuberuntime.ProbeSuccess, ok && r != kuberuntime.ProbeUnknown
-}
-
-// StartupResult has the shape of status.ProbeResultFunc, for
-// status.Inputs.Startup.
-func (m *Manager) StartupResult(id container.ContainerID) (success, ok bool) {
-	r, ok := m.startup.Get(id)
-	return r == kuberuntime.ProbeSuccess, ok && r != kuberuntime.ProbeUnknown
-}
-
 // probedContainers returns the containers whose probes run: the regular
 // containers and the restartable init containers (sidecars), as the
 // kubelet's AddPod and RemovePod. Ordinary init containers and ephemeral

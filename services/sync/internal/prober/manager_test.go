@@ -363,43 +363,8 @@ func TestCleanupPods(t *testing.T) {
 	m.wg.Wait() // every worker ends with the manager's context
 }
 
-// The Manager's result methods plug straight into the status generator.
-var (
-	_ status.ProbeResultFunc = (&Manager{}).ReadinessResult
-	_ status.ProbeResultFunc = (&Manager{}).StartupResult
-)
-
-func TestResultFuncs(t *testing.T) {
-	id := container.BuildContainerID("containerd", "c1")
-	tests := []struct {
-		desc        string
-		set         *kuberuntime.ProbeResult
-		wantSuccess bool
-		wantOK      bool
-	}{
-		{desc: "no result", wantOK: false},
-		{desc: "unknown counts as no result", set: ptr(unk), wantOK: false},
-		{desc: "failure", set: ptr(fail), wantOK: true},
-		{desc: "success", set: ptr(ok), wantSuccess: true, wantOK: true},
-	}
-	for _, tc := range tests {
-		t.Run(tc.desc, func(t *testing.T) {
-			m := NewManager(context.Background(), Options{Status: newFakeStatus()})
-			if tc.set != nil {
-				m.readiness.Set(id, *tc.set, "uid")
-				m.startup.Set(id, *tc.set, "uid")
-			}
-			for name, f := range map[string]status.ProbeResultFunc{"readiness": m.ReadinessResult, "startup": m.StartupResult} {
-				if s, found := f(id); s != tc.wantSuccess || found != tc.wantOK {
-					t.Errorf("%s = (%v, %v), want (%v, %v)", name, s, found, tc.wantSuccess, tc.wantOK)
-				}
-			}
-			if got := m.Startup(id); tc.set != nil && got != *tc.set {
-				t.Errorf("Startup = %v, want %v", got, *tc.set)
-			}
-		})
-	}
-}
+// The Manager sets started and ready in the status generator.
+var _ status.Probes = (*Manager)(nil)
 
 func TestResultsManagerUpdates(t *testing.T) {
 	rm := NewResultsManager()

@@ -38,7 +38,13 @@ func TestReadinessDrivesConditions(t *testing.T) {
 			defer cancel()
 			m := newTestManager(ctx, newFakeStatus(), &fakeExecer{}, nil, time.Millisecond)
 			drain(ctx, m)
-			pod := testPod(v1.Container{Name: "app", Image: "img", StartupProbe: execProbe(nil), ReadinessProbe: execProbe(nil)})
+			c := v1.Container{Name: "app", Image: "img", StartupProbe: execProbe(nil), ReadinessProbe: execProbe(nil)}
+			pod := testPod(c)
+			// The pod's probe workers, registered but not running (AddPod
+			// would start them probing).
+			for _, pt := range []probeType{startup, readiness} {
+				m.workers[probeKey{pod.UID, c.Name, pt}] = newWorker(m, pt, pod, c)
+			}
 			if tc.startup != nil {
 				m.startup.Set(id, *tc.startup, pod.UID)
 			}
@@ -56,7 +62,7 @@ func TestReadinessDrivesConditions(t *testing.T) {
 					ID: id, Name: "app", State: container.ContainerStateRunning, CreatedAt: now, StartedAt: now, Image: "img",
 				}},
 			}
-			s := status.GenerateAPIPodStatus(pod, ps, status.Inputs{Readiness: m.ReadinessResult, Startup: m.StartupResult})
+			s := status.GenerateAPIPodStatus(pod, ps, status.Inputs{Probes: m})
 			cs := s.ContainerStatuses[0]
 			if cs.Started == nil || *cs.Started != tc.wantStarted || cs.Ready != (tc.wantReady == v1.ConditionTrue) {
 				t.Errorf("container started=%v ready=%v, want started=%v ready=%v", deref(cs.Started), cs.Ready, tc.wantStarted, tc.wantReady)

@@ -311,35 +311,38 @@ func sortInitContainerStatuses(pod *v1.Pod, statuses []v1.ContainerStatus) {
 	slices.SortStableFunc(statuses, func(a, b v1.ContainerStatus) int { return cmp.Compare(pos(a.Name), pos(b.Name)) })
 }
 
-// applyProbeResults sets started and ready on regular and init container
-// statuses. Matches the kubelet's prober manager UpdatePodStatus:
+// ApplyProbeResults sets started and ready on regular and init container
+// statuses from the results readiness and startup give (nil: none yet). It
+// is the core of the kubelet's prober manager UpdatePodStatus, without its
+// probe triggering and restart handling (prober.Manager adds those), and
+// what status generation does when there is no probe manager:
 //   - started: running, and the startup probe succeeded (or there is none);
 //   - ready (regular containers and sidecars): started, running, and the
 //     readiness probe succeeded (or there is none);
 //   - ready (ordinary init containers): exited 0.
 //
 // Ephemeral containers get neither, as with the kubelet.
-func applyProbeResults(pod *v1.Pod, s *v1.PodStatus, in *Inputs) {
+func ApplyProbeResults(pod *v1.Pod, s *v1.PodStatus, readiness, startup ProbeResultFunc) {
 	for i := range s.ContainerStatuses {
 		cs := &s.ContainerStatuses[i]
 		spec := findSpec(pod.Spec.Containers, cs.Name)
-		started := isContainerStarted(spec, cs, in.Startup)
+		started := isContainerStarted(spec, cs, startup)
 		cs.Started = &started
 		if started {
-			cs.Ready = isContainerReady(spec, cs, in.Readiness)
+			cs.Ready = isContainerReady(spec, cs, readiness)
 		}
 	}
 	for i := range s.InitContainerStatuses {
 		cs := &s.InitContainerStatuses[i]
 		spec := findSpec(pod.Spec.InitContainers, cs.Name)
-		started := isContainerStarted(spec, cs, in.Startup)
+		started := isContainerStarted(spec, cs, startup)
 		cs.Started = &started
 		if !container.IsRestartableInitContainer(spec) {
 			cs.Ready = cs.State.Terminated != nil && cs.State.Terminated.ExitCode == 0
 			continue
 		}
 		if started {
-			cs.Ready = isContainerReady(spec, cs, in.Readiness)
+			cs.Ready = isContainerReady(spec, cs, readiness)
 		}
 	}
 }

@@ -53,7 +53,11 @@ func GenerateAPIPodStatus(pod *v1.Pod, podStatus *container.PodStatus, in Inputs
 	}
 
 	s := convertStatusToAPIStatus(pod, podStatus, &oldPodStatus, &in)
-	applyProbeResults(pod, s, &in)
+	if in.Probes != nil {
+		in.Probes.UpdatePodStatus(pod, s)
+	} else {
+		ApplyProbeResults(pod, s, nil, nil)
+	}
 
 	all := append(append([]v1.ContainerStatus{}, s.ContainerStatuses...), s.InitContainerStatuses...)
 	s.Phase = getPhase(pod, all, in.PodIsTerminal, hasAnyActiveRegularContainerStarted(&pod.Spec, podStatus))

@@ -119,7 +119,7 @@ func TestGenerateConditions(t *testing.T) {
 			in := tc.in
 			in.Clock = &fixedClock{now: t0}
 			if tc.readiness != nil {
-				in.Readiness = tc.readiness.fn()
+				in.Probes = tc.readiness
 			}
 			s := GenerateAPIPodStatus(tc.pod, tc.rt, in)
 			c := condition(s, tc.cond)
@@ -148,7 +148,7 @@ func TestLastTransitionTime(t *testing.T) {
 	ps := rt(running("a", "a1", 0, 0))
 	ready := probeMap{}
 
-	first := GenerateAPIPodStatus(pod, ps, Inputs{Clock: clock, Readiness: ready.fn()})
+	first := GenerateAPIPodStatus(pod, ps, Inputs{Clock: clock, Probes: ready})
 	wantFirst := metav1.NewTime(t0.Add(10 * time.Second)) // truncated to the second
 	for _, c := range first.Conditions {
 		if !c.LastTransitionTime.Equal(&wantFirst) {
@@ -161,7 +161,7 @@ func TestLastTransitionTime(t *testing.T) {
 
 	// Nothing changes: every transition time and the start time are kept.
 	clock.now = t0.Add(time.Minute)
-	second := GenerateAPIPodStatus(pod, ps, Inputs{Clock: clock, Readiness: ready.fn(), OldStatus: &first})
+	second := GenerateAPIPodStatus(pod, ps, Inputs{Clock: clock, Probes: ready, OldStatus: &first})
 	for _, c := range second.Conditions {
 		if !c.LastTransitionTime.Equal(&wantFirst) {
 			t.Errorf("unchanged %s transition moved to %v", c.Type, c.LastTransitionTime)
@@ -175,7 +175,7 @@ func TestLastTransitionTime(t *testing.T) {
 	// others keep their time; startTime stays.
 	clock.now = t0.Add(2 * time.Minute)
 	ready["containerd://a1"] = true
-	third := GenerateAPIPodStatus(pod, ps, Inputs{Clock: clock, Readiness: ready.fn(), OldStatus: &second})
+	third := GenerateAPIPodStatus(pod, ps, Inputs{Clock: clock, Probes: ready, OldStatus: &second})
 	wantThird := metav1.NewTime(t0.Add(2 * time.Minute))
 	for _, c := range third.Conditions {
 		want := wantFirst

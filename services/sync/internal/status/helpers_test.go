@@ -31,8 +31,13 @@ func (f fakeReasons) Get(_ types.UID, name string) (WaitingReason, bool) {
 	return r, ok
 }
 
-// probeMap answers probe results per container ID string.
+// probeMap answers readiness results per container ID string; as Probes,
+// it is a probe manager that has those results and no other.
 type probeMap map[string]bool
+
+var _ Probes = probeMap(nil)
+
+func (m probeMap) UpdatePodStatus(pod *v1.Pod, s *v1.PodStatus) { ApplyProbeResults(pod, s, m.fn(), nil) }
 
 func (m probeMap) fn() ProbeResultFunc {
 	return func(id container.ContainerID) (bool, bool) {

@@ -39,6 +39,16 @@ var _ Clock = realClock{}
 // Implementations must be safe for concurrent use and must not block.
 type ProbeResultFunc func(id container.ContainerID) (success, ok bool)
 
+// Probes is the probe manager's part in status generation: the kubelet's
+// prober.Manager.UpdatePodStatus. It must be safe for concurrent use and
+// must not block.
+type Probes interface {
+	// UpdatePodStatus sets Started and Ready of s's container and init
+	// container statuses (which convertStatusToAPIStatus filled from the
+	// runtime) for pod.
+	UpdatePodStatus(pod *v1.Pod, s *v1.PodStatus)
+}
+
 // WaitingReason is why SyncPod could not start a container on its last
 // attempt: Reason is machine readable (CrashLoopBackOff, ErrImagePull,
 // ImagePullBackOff, CreateContainerConfigError, ...), Message is for
@@ -67,10 +77,12 @@ type Eviction struct {
 // recorded reasons, the pod's own status as the previous status, no host IPs,
 // the wall clock.
 type Inputs struct {
-	// Readiness and Startup give probe results per container instance; nil
-	// means no results yet.
-	Readiness ProbeResultFunc
-	Startup   ProbeResultFunc
+	// Probes sets the started and ready fields of the container statuses
+	// from the probe results, as the kubelet's generateAPIPodStatus calls
+	// its probe manager's UpdatePodStatus. Nil means no probe manager: a
+	// running container is started unless it has a startup probe, and ready
+	// once started unless it has a readiness probe.
+	Probes Probes
 	// Reasons gives the waiting reasons SyncPod recorded; nil means none.
 	Reasons ReasonLookup
 	// OldStatus is the last status generated for the pod (the status

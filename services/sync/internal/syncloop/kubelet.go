@@ -39,6 +39,7 @@ import (
 	"github.com/splitlet/splitlet/services/sync/internal/podmanager"
 	"github.com/splitlet/splitlet/services/sync/internal/prober"
 	"github.com/splitlet/splitlet/services/sync/internal/source"
+	"github.com/splitlet/splitlet/services/sync/internal/status"
 	"github.com/splitlet/splitlet/services/sync/internal/sysctl"
 	"github.com/splitlet/splitlet/services/sync/internal/worker"
 )
@@ -144,16 +145,15 @@ type Options struct {
 
 // Prober is the probe manager as the sync loop uses it (*prober.Manager):
 // pods are added on admission and removed when they terminate; liveness and
-// startup results feed computePodActions, readiness and startup results the
-// status; result changes arrive on the results managers' Updates channels,
+// startup results feed computePodActions; UpdatePodStatus sets the
+// containers' started and ready fields in each generated status; result changes arrive on the results managers' Updates channels,
 // which the sync loop drains.
 type Prober interface {
 	kuberuntime.ProbeResults
 	AddPod(pod *v1.Pod)
 	RemovePod(pod *v1.Pod)
 	CleanupPods(desired map[types.UID]struct{})
-	ReadinessResult(id container.ContainerID) (success, ok bool)
-	StartupResult(id container.ContainerID) (success, ok bool)
+	status.Probes
 	LivenessResults() *prober.ResultsManager
 	ReadinessResults() *prober.ResultsManager
 	StartupResults() *prober.ResultsManager

@@ -169,7 +169,7 @@ func (k *Kubelet) publishStatus(ctx context.Context, pod *v1.Pod, podStatus *con
 		in.Eviction = k.activeDeadline.ShouldEvict(pod)
 	}
 	if k.opts.Prober != nil {
-		in.Readiness, in.Startup = k.opts.Prober.ReadinessResult, k.opts.Prober.StartupResult
+		in.Probes = k.opts.Prober
 	}
 	old, generated, ok := k.oldPodStatus(pod)
 	if ok {
