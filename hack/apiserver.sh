@@ -11,6 +11,9 @@
 #                             (services/sync/test/apiserver): SPLITLET_KUBECONFIG
 #                             (admin) and SPLITLET_NODE_KUBECONFIG/_USER (the
 #                             node identity sync runs as, under the DaemonSet's RBAC)
+#                             and SPLITLET_APISERVER_PKI (ca.crt, which signed the API
+#                             server's kubelet-client.crt, and node-api.crt/.key
+#                             for a node API on 127.0.0.1)
 #
 # etcd comes from Debian (etcd-server, installed when missing). kube-apiserver
 # is built from the k8s.io/kubernetes module served by the Go module proxy
@@ -42,6 +45,7 @@ build() {
 
 certs() {
 	local pki=$dir/pki
+	kubelet_certs
 	[[ -f $pki/ca.crt ]] && return
 	mkdir -p "$pki"
 	(
@@ -59,10 +63,33 @@ certs() {
 		openssl genrsa -out sa.key 2048 2>/dev/null
 		openssl rsa -in sa.key -pubout -out sa.pub 2>/dev/null
 	)
+	kubelet_certs
 	# Static tokens: an admin, and a node identity in system:nodes (RBAC, not
 	# the Node authorizer, decides what it may do: deploy/daemonset/rbac.yaml).
 	printf '%s,admin,admin,system:masters\n' "$(token admin)" >"$pki/tokens.csv"
 	printf '%s,system:node:splitlet-node,splitlet-node,system:nodes\n' "$(token node)" >>"$pki/tokens.csv"
+}
+
+# kubelet_certs makes what the API server's proxy to a node API needs, signed
+# by the test CA: its kubelet client certificate (the user the node API
+# authorizes, as kubeadm names it) and a serving certificate for a node API
+# on 127.0.0.1, verified with --kubelet-certificate-authority.
+kubelet_certs() {
+	local pki=$dir/pki
+	[[ -f $pki/node-api.crt ]] && return
+	[[ -f $pki/ca.crt ]] || return 0
+	(
+		cd "$pki"
+		printf 'extendedKeyUsage=clientAuth\n' >kubelet-client.ext
+		openssl req -newkey rsa:2048 -nodes -subj "/CN=kube-apiserver-kubelet-client" \
+			-keyout kubelet-client.key -out kubelet-client.csr 2>/dev/null
+		openssl x509 -req -in kubelet-client.csr -CA ca.crt -CAkey ca.key -CAcreateserial -days 365 \
+			-extfile kubelet-client.ext -out kubelet-client.crt 2>/dev/null
+		printf 'subjectAltName=IP:127.0.0.1\nextendedKeyUsage=serverAuth\n' >node-api.ext
+		openssl req -newkey rsa:2048 -nodes -subj "/CN=splitlet-node-api" -keyout node-api.key -out node-api.csr 2>/dev/null
+		openssl x509 -req -in node-api.csr -CA ca.crt -CAkey ca.key -CAcreateserial -days 365 \
+			-extfile node-api.ext -out node-api.crt 2>/dev/null
+	)
 }
 
 token() { printf 'splitlet-%s-%s' "$1" "$(tr -d - </proc/sys/kernel/random/boot_id | cut -c1-16)"; }
@@ -112,6 +139,9 @@ start() {
 			--service-account-key-file "$dir/pki/sa.pub" \
 			--service-account-signing-key-file "$dir/pki/sa.key" \
 			--service-cluster-ip-range 10.96.0.0/16 \
+			--kubelet-client-certificate "$dir/pki/kubelet-client.crt" --kubelet-client-key "$dir/pki/kubelet-client.key" \
+			--kubelet-certificate-authority "$dir/pki/ca.crt" \
+			--kubelet-preferred-address-types InternalIP,Hostname \
 			>"$dir/log/kube-apiserver.log" 2>&1 &
 		echo $! >"$dir/apiserver.pid"
 	fi
@@ -159,6 +189,7 @@ stop) stop ;;
 env)
 	echo "export SPLITLET_KUBECONFIG=$dir/kubeconfig"
 	echo "export SPLITLET_NODE_KUBECONFIG=$dir/node.kubeconfig SPLITLET_NODE_USER=system:node:splitlet-node"
+	echo "export SPLITLET_APISERVER_PKI=$dir/pki"
 	;;
 *)
 	echo "usage: $0 build|start|stop|env" >&2

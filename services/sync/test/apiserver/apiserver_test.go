@@ -102,7 +102,8 @@ type stack struct {
 
 // startStack starts the gateway (fake backend), admission and sync with the
 // project's launcher; sync registers node with the API server of kubeconfig.
-func startStack(t *testing.T, kubeconfig, node string) *stack {
+// syncArgs are added to sync's flags.
+func startStack(t *testing.T, kubeconfig, node string, syncArgs ...string) *stack {
 	t.Helper()
 	// Not t.TempDir: unix socket paths are limited to 108 bytes.
 	dir, err := os.MkdirTemp("", "sapi")
@@ -121,13 +122,13 @@ func startStack(t *testing.T, kubeconfig, node string) *stack {
 		GatewayArgs:     []string{"--allowed-host-path=/", "--log-level=warn"},
 		AdmissionConfig: fmt.Sprintf("node:\n  maxPods: %d\n", admissionMaxPods),
 		AdmissionArgs:   []string{"--log-level=warn"},
-		SyncArgs: []string{
+		SyncArgs: append([]string{
 			"--kubeconfig=" + kubeconfig,
 			"--admission-failure-policy=Ignore",
 			"--resync-interval=500ms",
 			"--relist-interval=200ms",
 			"--log-level=debug",
-		},
+		}, syncArgs...),
 		StopGrace: 10 * time.Second,
 	})
 	if err != nil {
@@ -166,8 +167,9 @@ func (s *stack) containerIDs() map[string]bool {
 // nodeStack starts a stack whose sync registers a fresh node with the API
 // server, running as the node identity under deploy/daemonset/rbac.yaml
 // when the environment names one, and prepares the default namespace as
-// the controllers of a full control plane would.
-func nodeStack(t *testing.T) (kubernetes.Interface, *stack, string) {
+// the controllers of a full control plane would. syncArgs are added to
+// sync's flags.
+func nodeStack(t *testing.T, syncArgs ...string) (kubernetes.Interface, *stack, string) {
 	t.Helper()
 	client, kubeconfig := kubeClient(t)
 	node := fmt.Sprintf("splitlet-it-%d", time.Now().UnixNano()%1_000_000)
@@ -189,7 +191,7 @@ func nodeStack(t *testing.T) (kubernetes.Interface, *stack, string) {
 		_ = client.CoordinationV1().Leases("kube-node-lease").Delete(context.Background(), node, metav1.DeleteOptions{})
 	})
 	serviceAccountBasics(t, client, "default")
-	return client, startStack(t, kubeconfig, node), node
+	return client, startStack(t, kubeconfig, node, syncArgs...), node
 }
 
 // serviceAccountBasics creates what kube-controller-manager would in a
