@@ -24,6 +24,15 @@ type imageSpec struct {
 	Entrypoint []string
 	Cmd        []string
 	Env        []string // KEY=VALUE
+	User       string   // the config's User ("1234", "user:group"), "" for root
+	Dirs       []string // extra empty directories (mode 0755), absolute
+	Symlinks   []link   // extra symlinks
+}
+
+// link is one -symlink PATH:TARGET.
+type link struct {
+	Path   string // absolute path in the image
+	Target string // as written into the link
 }
 
 // epoch is the fixed creation time of every image and file, so building the
@@ -70,6 +79,7 @@ func buildImage(spec imageSpec) (v1.Image, error) {
 	cfg.Config.Entrypoint = spec.Entrypoint
 	cfg.Config.Cmd = spec.Cmd
 	cfg.Config.Env = imageEnv(spec.Env)
+	cfg.Config.User = spec.User
 	img, err = mutate.ConfigFile(img, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("set config: %w", err)

@@ -9,12 +9,15 @@
 //	    -busybox /bin/busybox -cmd sh -o busybox.tar
 //	mkimage -ref registry.k8s.io/pause:3.10 -file bin/pause:/pause -entrypoint /pause -o pause.tar
 //	mkimage -ref localhost:5000/busybox:1.36 -busybox /bin/busybox -push localhost:5000/busybox:1.36
+//	mkimage -ref registry.k8s.io/e2e-test-images/nonroot:1.5 -busybox /bin/busybox -user 1234 -o nonroot.tar
 package main
 
 import (
 	"flag"
 	"fmt"
 	"os"
+	"path"
+	"strings"
 )
 
 func main() {
@@ -53,7 +56,7 @@ func run(args []string) error {
 // parseFlags turns the command line into an image spec and its destinations.
 func parseFlags(args []string) (spec imageSpec, out string, pushes []string, err error) {
 	fs := flag.NewFlagSet("mkimage", flag.ContinueOnError)
-	var refs, files, envs, pushList repeated
+	var refs, files, envs, pushList, dirs, links repeated
 	var entrypoint, cmd string
 	fs.Var(&refs, "ref", "full image name written into the index, e.g. docker.io/library/busybox:1.36 (repeatable: one index entry per name)")
 	fs.StringVar(&spec.Busybox, "busybox", "", "path of a static busybox to install at /bin/busybox, with a /bin symlink per applet from `busybox --list`")
@@ -61,6 +64,9 @@ func parseFlags(args []string) (spec imageSpec, out string, pushes []string, err
 	fs.StringVar(&entrypoint, "entrypoint", "", `entrypoint as a JSON array ("[\"/pause\"]") or a comma list (/pause)`)
 	fs.StringVar(&cmd, "cmd", "", `default command as a JSON array or a comma list (sh)`)
 	fs.Var(&envs, "env", "KEY=VALUE added to the image config (repeatable); PATH has a default")
+	fs.StringVar(&spec.User, "user", "", "the image config's User, as a Dockerfile's USER (1234, 1234:50000)")
+	fs.Var(&dirs, "dir", "an empty directory to create in the image, absolute (repeatable)")
+	fs.Var(&links, "symlink", "PATH:TARGET adds a symlink at PATH pointing to TARGET (repeatable)")
 	fs.StringVar(&out, "o", "", "write an OCI image layout tarball to this file")
 	fs.Var(&pushList, "push", "HOST:PORT/REPO:TAG of a plain-HTTP registry to push the image to (repeatable)")
 	if err := fs.Parse(args); err != nil {
@@ -80,6 +86,19 @@ func parseFlags(args []string) (spec imageSpec, out string, pushes []string, err
 			return spec, "", nil, err
 		}
 		spec.Files = append(spec.Files, fc)
+	}
+	for _, d := range dirs {
+		if !path.IsAbs(d) {
+			return spec, "", nil, fmt.Errorf("-dir %q: must be an absolute path in the image", d)
+		}
+		spec.Dirs = append(spec.Dirs, path.Clean(d))
+	}
+	for _, l := range links {
+		p, target, ok := strings.Cut(l, ":")
+		if !ok || !path.IsAbs(p) || target == "" {
+			return spec, "", nil, fmt.Errorf("-symlink %q: want PATH:TARGET with an absolute PATH", l)
+		}
+		spec.Symlinks = append(spec.Symlinks, link{Path: path.Clean(p), Target: target})
 	}
 	if spec.Entrypoint, err = parseList(entrypoint); err != nil {
 		return spec, "", nil, fmt.Errorf("-entrypoint: %w", err)

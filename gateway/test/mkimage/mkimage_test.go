@@ -294,6 +294,48 @@ func TestRunWritesImportableLayout(t *testing.T) {
 	}
 }
 
+// The e2e images need a user, their own /etc/passwd, empty directories and
+// symlinks (agnhost's /agnhost-2, /uploads, nonroot's USER 1234).
+func TestUserDirsSymlinksAndOwnPasswd(t *testing.T) {
+	dir := t.TempDir()
+	ownPasswd := "root:x:0:0:root:/root:/bin/sh\nuser-defined-in-image:x:1000:1000::/home:/bin/sh\n"
+	pw := filepath.Join(dir, "passwd")
+	if err := os.WriteFile(pw, []byte(ownPasswd), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "img.tar")
+	if err := run([]string{
+		"-ref", "registry.k8s.io/e2e-test-images/agnhost:2.63.0", "-file", pw + ":/etc/passwd",
+		"-dir", "/uploads", "-symlink", "/agnhost-2:agnhost", "-user", "1234:50000", "-o", out,
+	}); err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	headers, contents, _, _, _ := readLayout(t, out, map[string]string{"registry.k8s.io/e2e-test-images/agnhost:2.63.0": "2.63.0"})
+	if string(contents["etc/passwd"]) != ownPasswd {
+		t.Errorf("/etc/passwd = %q, want the -file one", contents["etc/passwd"])
+	}
+	if string(contents["etc/group"]) != group {
+		t.Errorf("/etc/group = %q, want the default", contents["etc/group"])
+	}
+	if h := headers["uploads/"]; h == nil || h.Typeflag != tar.TypeDir || h.Mode != 0o755 {
+		t.Errorf("/uploads = %+v, want a 0755 directory", h)
+	}
+	if h := headers["agnhost-2"]; h == nil || h.Typeflag != tar.TypeSymlink || h.Linkname != "agnhost" {
+		t.Errorf("/agnhost-2 = %+v, want a symlink to agnhost", h)
+	}
+	img, err := buildImage(imageSpec{User: "1234:50000"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := img.ConfigFile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Config.User != "1234:50000" {
+		t.Errorf("config User = %q, want 1234:50000", cfg.Config.User)
+	}
+}
+
 func TestRunRejectsBadInput(t *testing.T) {
 	dir := t.TempDir()
 	tests := []struct {
@@ -305,6 +347,8 @@ func TestRunRejectsBadInput(t *testing.T) {
 		{desc: "missing file", args: []string{"-ref", "a", "-file", filepath.Join(dir, "nope") + ":/nope", "-o", filepath.Join(dir, "x.tar")}},
 		{desc: "directory as file", args: []string{"-ref", "a", "-file", dir + ":/d", "-o", filepath.Join(dir, "x.tar")}},
 		{desc: "busybox that cannot list", args: []string{"-ref", "a", "-busybox", "/bin/false", "-o", filepath.Join(dir, "x.tar")}},
+		{desc: "relative -dir", args: []string{"-ref", "a", "-dir", "uploads", "-o", filepath.Join(dir, "x.tar")}},
+		{desc: "-symlink without target", args: []string{"-ref", "a", "-symlink", "/agnhost-2", "-o", filepath.Join(dir, "x.tar")}},
 		{desc: "stray argument", args: []string{"-ref", "a", "-o", filepath.Join(dir, "x.tar"), "extra"}},
 	}
 	for _, tc := range tests {

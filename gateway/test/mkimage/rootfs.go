@@ -71,7 +71,12 @@ func (w *rootfsWriter) dir(p string, mode int64) error {
 	return w.header(&tar.Header{Typeflag: tar.TypeDir, Name: p, Mode: mode})
 }
 
+// file writes a regular file unless p is already written: the first
+// writer of a path wins.
 func (w *rootfsWriter) file(p string, mode int64, data []byte) error {
+	if w.has(strings.TrimPrefix(path.Clean("/"+p), "/")) {
+		return nil
+	}
 	if err := w.header(&tar.Header{Typeflag: tar.TypeReg, Name: p, Mode: mode, Size: int64(len(data))}); err != nil {
 		return err
 	}
@@ -94,14 +99,8 @@ func buildRootfs(spec imageSpec) ([]byte, error) {
 			return nil, err
 		}
 	}
-	if err := w.file("etc/passwd", 0o644, []byte(passwd)); err != nil {
-		return nil, err
-	}
-	if err := w.file("etc/group", 0o644, []byte(group)); err != nil {
-		return nil, err
-	}
-
-	// Explicit files first, so an applet symlink never hides one of them.
+	// Explicit files first, so an applet symlink or the default
+	// /etc/passwd never hides one of them.
 	for _, f := range spec.Files {
 		info, err := os.Stat(f.Src)
 		if err != nil {
@@ -119,6 +118,23 @@ func buildRootfs(spec imageSpec) ([]byte, error) {
 		}
 	}
 
+	for _, d := range spec.Dirs {
+		if err := w.dir(d, 0o755); err != nil {
+			return nil, err
+		}
+	}
+	for _, l := range spec.Symlinks {
+		if err := w.symlink(l.Path, l.Target); err != nil {
+			return nil, err
+		}
+	}
+	// The defaults, unless -file gave the image its own.
+	if err := w.file("etc/passwd", 0o644, []byte(passwd)); err != nil {
+		return nil, err
+	}
+	if err := w.file("etc/group", 0o644, []byte(group)); err != nil {
+		return nil, err
+	}
 	if spec.Busybox != "" {
 		if err := addBusybox(w, spec.Busybox); err != nil {
 			return nil, err
