@@ -243,6 +243,20 @@ func (c *Cluster) NodeKubeconfig(node string) (string, error) {
 	return path, c.pki.writeKubeconfig(path, c.Server, name)
 }
 
+// NodeServingCert issues node's serving certificate for its HTTPS API (the
+// kubelet's --tls-cert-file/--tls-private-key-file), signed by the cluster
+// CA, which the API server verifies (--kubelet-certificate-authority)
+// before it proxies logs and exec to the node. It names the node and ips,
+// and returns the certificate's and key's paths.
+func (c *Cluster) NodeServingCert(node string, ips []net.IP) (certFile, keyFile string, err error) {
+	name := "node-" + node + "-serving"
+	if err := c.pki.issue(name, certSpec{commonName: "system:node:" + node, organization: []string{"system:nodes"},
+		dnsNames: []string{node}, ips: ips, server: true}); err != nil {
+		return "", "", err
+	}
+	return c.pki.path(name + ".crt"), c.pki.path(name + ".key"), nil
+}
+
 // adminClient is an HTTPS client authenticated as the admin, for health
 // checks; it is made before the API server runs, from the files.
 func (c *Cluster) adminClient() (*http.Client, error) {

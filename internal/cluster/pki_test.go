@@ -3,6 +3,7 @@ package cluster
 import (
 	"crypto/tls"
 	"crypto/x509"
+	"net"
 	"os"
 	"path/filepath"
 	"slices"
@@ -77,6 +78,22 @@ func TestNodeKubeconfigIdentity(t *testing.T) {
 	for _, host := range []string{"127.0.0.1", "10.96.0.1", "kubernetes.default.svc"} {
 		if err := serving.Leaf.VerifyHostname(host); err != nil {
 			t.Errorf("serving certificate: %v", err)
+		}
+	}
+
+	// A node's serving certificate verifies, for its name and IPs, against
+	// the CA the API server checks nodes with.
+	certFile, keyFile, err := c.NodeServingCert("node-a", []net.IP{net.IPv4(10, 0, 0, 7)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	node, err := tls.LoadX509KeyPair(certFile, keyFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, host := range []string{"node-a", "10.0.0.7"} {
+		if _, err := node.Leaf.Verify(x509.VerifyOptions{Roots: roots, DNSName: host, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}); err != nil {
+			t.Errorf("node serving certificate for %s: %v", host, err)
 		}
 	}
 }
