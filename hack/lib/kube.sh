@@ -82,8 +82,8 @@ kube_build() {
 		# Built to a temporary name and moved, so an interrupted build never
 		# leaves a binary that passes for cached.
 		(cd "$KUBE_DIR/src" && GOWORK=off GOFLAGS=-mod=mod CGO_ENABLED=0 \
-			go build -ldflags "$ldflags" -o "$KUBE_BIN_DIR/.$cmd.tmp" "./cmd/$cmd")
-		mv "$KUBE_BIN_DIR/.$cmd.tmp" "$KUBE_BIN_DIR/$cmd"
+			go build -ldflags "$ldflags" -o "$KUBE_BIN_DIR/.$cmd.tmp.$$" "./cmd/$cmd")
+		mv "$KUBE_BIN_DIR/.$cmd.tmp.$$" "$KUBE_BIN_DIR/$cmd"
 		kube_log "built $KUBE_BIN_DIR/$cmd in $((SECONDS - start)) s"
 	done
 }
@@ -93,4 +93,45 @@ kube_install_etcd() {
 	kube_log "installing Debian etcd-server"
 	DEBIAN_FRONTEND=noninteractive apt-get update -qq >/dev/null
 	DEBIAN_FRONTEND=noninteractive apt-get install -y etcd-server >/dev/null
+}
+
+# kube_build_e2e builds Kubernetes' e2e suite (`go test -c ./test/e2e`,
+# minutes on 2 cores) and the ginkgo CLI of the same version (it runs the
+# suite's specs in parallel processes) into $KUBE_BIN_DIR, unless there.
+kube_build_e2e() {
+	local start
+	if [[ ! -x $KUBE_BIN_DIR/e2e.test ]]; then
+		kube_source
+		mkdir -p "$KUBE_BIN_DIR"
+		kube_log "building e2e.test $KUBE_VERSION (minutes on 2 cores when cold)"
+		start=$SECONDS
+		(cd "$KUBE_DIR/src" && GOWORK=off GOFLAGS=-mod=mod CGO_ENABLED=0 \
+			go test -c -o "$KUBE_BIN_DIR/.e2e.test.tmp.$$" ./test/e2e)
+		mv "$KUBE_BIN_DIR/.e2e.test.tmp.$$" "$KUBE_BIN_DIR/e2e.test"
+		kube_log "built $KUBE_BIN_DIR/e2e.test in $((SECONDS - start)) s"
+	else
+		kube_log "cached: $KUBE_BIN_DIR/e2e.test"
+	fi
+	if [[ ! -x $KUBE_BIN_DIR/ginkgo ]]; then
+		kube_source
+		(cd "$KUBE_DIR/src" && GOWORK=off GOFLAGS=-mod=mod CGO_ENABLED=0 \
+			go build -o "$KUBE_BIN_DIR/.ginkgo.tmp.$$" github.com/onsi/ginkgo/v2/ginkgo)
+		mv "$KUBE_BIN_DIR/.ginkgo.tmp.$$" "$KUBE_BIN_DIR/ginkgo"
+		kube_log "built $KUBE_BIN_DIR/ginkgo"
+	else
+		kube_log "cached: $KUBE_BIN_DIR/ginkgo"
+	fi
+}
+
+# kube_build_agnhost builds the e2e suite's agnhost binary (static) into
+# $KUBE_BIN_DIR, unless there; hack/conformance-images.sh puts it in the
+# agnhost image.
+kube_build_agnhost() {
+	[[ -x $KUBE_BIN_DIR/agnhost ]] && { kube_log "cached: $KUBE_BIN_DIR/agnhost"; return 0; }
+	kube_source
+	mkdir -p "$KUBE_BIN_DIR"
+	(cd "$KUBE_DIR/src" && GOWORK=off GOFLAGS=-mod=mod CGO_ENABLED=0 \
+		go build -o "$KUBE_BIN_DIR/.agnhost.tmp.$$" ./test/images/agnhost)
+	mv "$KUBE_BIN_DIR/.agnhost.tmp.$$" "$KUBE_BIN_DIR/agnhost"
+	kube_log "built $KUBE_BIN_DIR/agnhost"
 }
