@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"runtime"
+	"slices"
 	"time"
 
 	"go.uber.org/zap"
@@ -20,7 +21,8 @@ import (
 )
 
 // Taint keeps pods that do not tolerate it off splitlet's nodes: only pods
-// that ask for splitlet land there.
+// that ask for splitlet land there. It is the default of sync's
+// --register-with-taints.
 var Taint = v1.Taint{Key: nodelabels.AgentLabel, Value: nodelabels.AgentLabelValue, Effect: v1.TaintEffectNoSchedule}
 
 // LeaseNamespace holds the node leases, as for kubelets.
@@ -49,6 +51,10 @@ type NodeOptions struct {
 	// Report gives capacity, allocatable and pressure conditions; nil
 	// reports none.
 	Report ReportFunc
+	// Taints are added to the Node when it is registered, and when a
+	// restarted sync finds it lacking them (the kubelet's
+	// --register-with-taints); nil adds none.
+	Taints []v1.Taint
 	// LeaseInterval is the Lease renewal period [10 s, the kubelet's].
 	LeaseInterval time.Duration
 	// StatusInterval is the node status update period [1 min, the
@@ -141,15 +147,15 @@ func (r *NodeRegistrar) Run(ctx context.Context) {
 	}
 }
 
-// node builds the desired Node. Matches the kubelet's initialNode, with
-// splitlet's taint in place of --register-with-taints. Its name is its
+// node builds the desired Node. Matches the kubelet's initialNode, taints
+// from --register-with-taints included. Its name is its
 // kubernetes.io/hostname, as the kubelet's --hostname-override is both;
 // the labels are admission's (nodelabels.Labels), so admission judges pods
 // against the labels the scheduler saw.
 func (r *NodeRegistrar) node(ctx context.Context) (*v1.Node, error) {
 	n := &v1.Node{
 		ObjectMeta: metav1.ObjectMeta{Name: r.opts.Name, Labels: nodelabels.Labels(r.opts.Name, r.opts.Labels)},
-		Spec:       v1.NodeSpec{Taints: []v1.Taint{Taint}},
+		Spec:       v1.NodeSpec{Taints: slices.Clone(r.opts.Taints)},
 	}
 	if err := r.fillStatus(ctx, n); err != nil {
 		return nil, err
@@ -243,8 +249,10 @@ func (r *NodeRegistrar) Register(ctx context.Context) error {
 			next.Labels = map[string]string{}
 		}
 		maps.Copy(next.Labels, want.Labels)
-		if !hasTaint(next.Spec.Taints, Taint) {
-			next.Spec.Taints = append(next.Spec.Taints, Taint)
+		for _, t := range r.opts.Taints {
+			if !hasTaint(next.Spec.Taints, t) {
+				next.Spec.Taints = append(next.Spec.Taints, t)
+			}
 		}
 		_, err = nodes.Update(ctx, next, metav1.UpdateOptions{})
 		return err

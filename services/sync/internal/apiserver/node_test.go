@@ -38,6 +38,22 @@ func findNodeCondition(n *v1.Node, t v1.NodeConditionType) *v1.NodeCondition {
 	return nil
 }
 
+// With --register-with-taints="" the Node has no taint, so any pod may be
+// scheduled onto it (as a kubelet's, the conformance suite's precondition).
+func TestRegisterWithoutTaints(t *testing.T) {
+	client := fake.NewClientset()
+	if err := NewNodeRegistrar(client, NodeOptions{Name: "n1", Report: report}).Register(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	n, err := client.CoreV1().Nodes().Get(t.Context(), "n1", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(n.Spec.Taints) != 0 {
+		t.Errorf("taints %v, want none", n.Spec.Taints)
+	}
+}
+
 func TestRegister(t *testing.T) {
 	for _, tc := range []struct {
 		desc     string
@@ -55,7 +71,7 @@ func TestRegister(t *testing.T) {
 				objs = append(objs, tc.existing)
 			}
 			client := fake.NewClientset(objs...)
-			r := NewNodeRegistrar(client, NodeOptions{Name: "n1", Labels: map[string]string{"zone": "z"}, Report: report})
+			r := NewNodeRegistrar(client, NodeOptions{Name: "n1", Labels: map[string]string{"zone": "z"}, Report: report, Taints: []v1.Taint{Taint}})
 			if err := r.Register(t.Context()); err != nil {
 				t.Fatalf("Register: %v", err)
 			}

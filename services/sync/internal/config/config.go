@@ -16,6 +16,8 @@ import (
 
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/splitlet/splitlet/internal/criclient"
 	"github.com/splitlet/splitlet/services/sync/internal/sysctl"
@@ -100,6 +102,10 @@ type Config struct {
 	RegisterNode bool
 	// NodeLabels are extra labels of the registered Node.
 	NodeLabels map[string]string
+	// RegisterWithTaints are the registered Node's taints (the kubelet's
+	// --register-with-taints); by default splitlet's own, so that only
+	// pods tolerating it are scheduled here.
+	RegisterWithTaints []v1.Taint
 	// Profiling serves Go's pprof handlers under /debug/pprof/ next to
 	// /metrics (the kubelet's enableProfilingHandler).
 	Profiling bool
@@ -202,6 +208,7 @@ func Parse(args []string, output io.Writer) (Config, error) {
 	fs.BoolVar(&cfg.AnonymousAuth, "anonymous-auth", false, "let node API requests without credentials through as system:anonymous, to be authorized by SubjectAccessReview (needs --kubeconfig)")
 	registerNode := fs.String("register-node", "", "register --node-name as a Node with a Lease in kube-node-lease (true or false; default true when --kubeconfig is set)")
 	nodeLabels := fs.String("node-labels", "", "comma-separated key=value labels added to the registered Node")
+	taints := fs.String("register-with-taints", DefaultRegisterWithTaints, "comma-separated <key>=<value>:<effect> taints of the registered Node (the kubelet's flag); empty registers none, so that any pod may be scheduled here")
 	if err := fs.Parse(args); err != nil {
 		return Config{}, err
 	}
@@ -246,6 +253,11 @@ func Parse(args []string, output io.Writer) (Config, error) {
 			cfg.NodeLabels[k] = v
 		}
 	}
+	registerTaints, err := ParseTaints(*taints)
+	if err != nil {
+		return Config{}, fmt.Errorf("--register-with-taints: %w", err)
+	}
+	cfg.RegisterWithTaints = registerTaints
 	if cfg.NodeName == "" {
 		return Config{}, fmt.Errorf("--node-name is required (the hostname is unknown)")
 	}
@@ -284,4 +296,40 @@ func (c Config) Logger() (*zap.Logger, error) {
 	zc.Level = zap.NewAtomicLevelAt(c.LogLevel)
 	zc.Sampling = nil
 	return zc.Build()
+}
+
+// DefaultRegisterWithTaints is splitlet's own taint (apiserver.Taint):
+// pods land on a splitlet node only when they tolerate it.
+const DefaultRegisterWithTaints = "splitlet.dev/agent=splitlet:NoSchedule"
+
+// ParseTaints reads the kubelet's --register-with-taints format,
+// comma-separated <key>[=<value>]:<effect> (pkg/util/taints ParseTaints),
+// with the effects a Node accepts.
+func ParseTaints(s string) ([]v1.Taint, error) {
+	if s == "" {
+		return nil, nil
+	}
+	var out []v1.Taint
+	for _, spec := range strings.Split(s, ",") {
+		kv, effect, ok := strings.Cut(spec, ":")
+		if !ok {
+			return nil, fmt.Errorf("%q: want <key>=<value>:<effect>", spec)
+		}
+		key, value, _ := strings.Cut(kv, "=")
+		if errs := validation.IsQualifiedName(key); len(errs) > 0 {
+			return nil, fmt.Errorf("%q: key: %s", spec, strings.Join(errs, "; "))
+		}
+		if value != "" {
+			if errs := validation.IsValidLabelValue(value); len(errs) > 0 {
+				return nil, fmt.Errorf("%q: value: %s", spec, strings.Join(errs, "; "))
+			}
+		}
+		switch e := v1.TaintEffect(effect); e {
+		case v1.TaintEffectNoSchedule, v1.TaintEffectPreferNoSchedule, v1.TaintEffectNoExecute:
+			out = append(out, v1.Taint{Key: key, Value: value, Effect: e})
+		default:
+			return nil, fmt.Errorf("%q: effect %q is not NoSchedule, PreferNoSchedule or NoExecute", spec, effect)
+		}
+	}
+	return out, nil
 }

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	v1 "k8s.io/api/core/v1"
 )
 
 func TestParse(t *testing.T) {
@@ -38,6 +40,15 @@ func TestParse(t *testing.T) {
 		}},
 		{desc: "kubeconfig turns node registration on", args: []string{"--kubeconfig=/k", "--node-labels=a=b,c="}, check: func(c Config) bool {
 			return c.Kubeconfig == "/k" && c.RegisterNode && c.NodeLabels["a"] == "b" && len(c.NodeLabels) == 2
+		}},
+		{desc: "splitlet's taint by default", args: []string{"--node-name=n"}, check: func(c Config) bool {
+			return len(c.RegisterWithTaints) == 1 && c.RegisterWithTaints[0] == v1.Taint{Key: "splitlet.dev/agent", Value: "splitlet", Effect: v1.TaintEffectNoSchedule}
+		}},
+		{desc: "no taints", args: []string{"--register-with-taints="}, check: func(c Config) bool {
+			return len(c.RegisterWithTaints) == 0
+		}},
+		{desc: "taints in the kubelet's format", args: []string{"--register-with-taints=a=b:NoExecute,example.com/c:PreferNoSchedule"}, check: func(c Config) bool {
+			return len(c.RegisterWithTaints) == 2 && c.RegisterWithTaints[1] == v1.Taint{Key: "example.com/c", Effect: v1.TaintEffectPreferNoSchedule}
 		}},
 		{desc: "register-node=false with kubeconfig", args: []string{"--kubeconfig=/k", "--register-node=false"}, check: func(c Config) bool {
 			return !c.RegisterNode
@@ -72,6 +83,9 @@ func TestParse(t *testing.T) {
 		{desc: "an unsafe sysctl not namespaced", args: []string{"--allowed-unsafe-sysctls=net.*,vm.swappiness"}, wantErr: `--allowed-unsafe-sysctls: sysctl pattern "vm.swappiness"`},
 		{desc: "bad manifest URL header", args: []string{"--manifest-url-header=novalue"}, wantErr: `"novalue" is not key:value`},
 		{desc: "cluster DNS not an IP", args: []string{"--cluster-dns=kube-dns"}, wantErr: `--cluster-dns: "kube-dns" is not an IP address`},
+		{desc: "taint without effect", args: []string{"--register-with-taints=a=b"}, wantErr: "--register-with-taints"},
+		{desc: "taint with unknown effect", args: []string{"--register-with-taints=a=b:Never"}, wantErr: "--register-with-taints"},
+		{desc: "taint with bad key", args: []string{"--register-with-taints=-a:NoSchedule"}, wantErr: "--register-with-taints"},
 		{desc: "bad node label", args: []string{"--node-labels=nokey"}, wantErr: "--node-labels"},
 		{desc: "bad admission failure policy", args: []string{"--admission-failure-policy=fail"}, wantErr: "--admission-failure-policy must be Fail or Ignore"},
 		{desc: "zero admission timeout", args: []string{"--admission-timeout=0s"}, wantErr: "--admission-timeout must be positive"},

@@ -35,6 +35,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/splitlet/splitlet/internal/criclient"
 	"github.com/splitlet/splitlet/internal/logctx"
 	"github.com/splitlet/splitlet/proto/splitlet/pod/v1/podv1connect"
 	"github.com/splitlet/splitlet/services/sync/internal/admission"
@@ -42,7 +43,6 @@ import (
 	"github.com/splitlet/splitlet/services/sync/internal/backoff"
 	"github.com/splitlet/splitlet/services/sync/internal/cm"
 	"github.com/splitlet/splitlet/services/sync/internal/config"
-	"github.com/splitlet/splitlet/internal/criclient"
 	"github.com/splitlet/splitlet/services/sync/internal/events"
 	"github.com/splitlet/splitlet/services/sync/internal/kuberuntime"
 	"github.com/splitlet/splitlet/services/sync/internal/podmanager"
@@ -221,6 +221,7 @@ func Run(ctx context.Context, cfg config.Config) error {
 			opts := apiserver.NodeOptions{
 				Name:           cfg.NodeName,
 				Labels:         cfg.NodeLabels,
+				Taints:         cfg.RegisterWithTaints,
 				Report:         nodeReport(cfg.AdmissionEndpoint),
 				StatusInterval: 20 * time.Second,
 				Addresses:      apiserver.NodeAddresses(cfg.NodeIPs, hostname()),

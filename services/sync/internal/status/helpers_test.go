@@ -37,7 +37,9 @@ type probeMap map[string]bool
 
 var _ Probes = probeMap(nil)
 
-func (m probeMap) UpdatePodStatus(pod *v1.Pod, s *v1.PodStatus) { ApplyProbeResults(pod, s, m.fn(), nil) }
+func (m probeMap) UpdatePodStatus(pod *v1.Pod, s *v1.PodStatus) {
+	ApplyProbeResults(pod, s, m.fn(), nil)
+}
 
 func (m probeMap) fn() ProbeResultFunc {
 	return func(id container.ContainerID) (bool, bool) {
