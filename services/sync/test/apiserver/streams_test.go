@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	osexec "os/exec"
 	"path/filepath"
@@ -127,28 +128,57 @@ func TestKubectlStreamsThroughAPIServer(t *testing.T) {
 			if code != 0 || stdout != "hello\nworld\n" {
 				t.Errorf("kubectl exec -i cat: exit %d, stdout %q, stderr %q; want stdin back", code, stdout, stderr)
 			}
+			// kubectl exec -it with a terminal (script gives it a pty): the
+			// command runs on a terminal of the container's.
+			if script, err := osexec.LookPath("script"); err == nil {
+				stdout, stderr, code = runCmd(t, script, []string{tc.env}, "", "-qec", strings.Join([]string{
+					kubectl, "--kubeconfig", kubeconfig, "exec", "-it", "-n", ns, pod.Name, "--", "sh", "-c", "'tty; exit 4'"}, " "), "/dev/null")
+				if code != 4 || !strings.Contains(stdout, "/dev/pts/") {
+					t.Errorf("kubectl exec -it tty: exit %d, stdout %q, stderr %q; want a /dev/pts terminal and exit 4", code, stdout, stderr)
+				}
+			} else {
+				t.Log("no script(1) to give kubectl a terminal: exec -it not tried")
+			}
 		})
 	}
 
-	// The round trip of an exec through the API server, node API, gateway
-	// and containerd, without kubectl's start-up: client-go's executors.
+	// The round trip of an exec (`echo ok`) without kubectl's start-up,
+	// with client-go's executors: through the API server, the node API and
+	// the gateway to containerd, and, as the baseline, the CRI Exec
+	// through the gateway with the stream straight to containerd.
 	rc, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, websocket := range []bool{true, false} {
+	containerID := func() string {
+		p, err := admin.CoreV1().Pods(ns).Get(ctx, pod.Name, metav1.GetOptions{})
+		if err != nil || len(p.Status.ContainerStatuses) != 1 {
+			t.Fatalf("pod: %v", err)
+		}
+		_, id, _ := strings.Cut(p.Status.ContainerStatuses[0].ContainerID, "://")
+		return id
+	}()
+	for _, path := range []string{"API server, WebSocket", "API server, SPDY", "containerd directly, SPDY"} {
 		times := make([]time.Duration, 0, 10)
 		for range cap(times) {
 			began := time.Now()
-			out := execTrue(t, admin, rc, ns, pod.Name, websocket)
+			var out string
+			switch path {
+			case "API server, WebSocket":
+				out = execEchoOK(t, admin, rc, ns, pod.Name, true)
+			case "API server, SPDY":
+				out = execEchoOK(t, admin, rc, ns, pod.Name, false)
+			default:
+				out = execEchoOKDirect(t, s, containerID)
+			}
 			times = append(times, time.Since(began))
 			if out != "ok\n" {
-				t.Fatalf("exec echo ok: %q", out)
+				t.Fatalf("exec echo ok (%s): %q", path, out)
 			}
 		}
 		slices.Sort(times)
-		t.Logf("exec round trip through the API server (websocket %v): median %v, min %v, max %v over %d",
-			websocket, times[len(times)/2].Round(100*time.Microsecond), times[0].Round(100*time.Microsecond),
+		t.Logf("exec round trip, %s: median %v, min %v, max %v over %d", path,
+			times[len(times)/2].Round(100*time.Microsecond), times[0].Round(100*time.Microsecond),
 			times[len(times)-1].Round(100*time.Microsecond), len(times))
 	}
 
@@ -197,9 +227,9 @@ func runCmd(t *testing.T, bin string, env []string, stdin string, args ...string
 	return "", "", 0
 }
 
-// execTrue runs `echo ok` in the pod through the API server's exec
+// execEchoOK runs `echo ok` in the pod through the API server's exec
 // subresource, over WebSocket v5 or SPDY, and returns its stdout.
-func execTrue(t *testing.T, client kubernetes.Interface, rc *rest.Config, ns, pod string, websocket bool) string {
+func execEchoOK(t *testing.T, client kubernetes.Interface, rc *rest.Config, ns, pod string, websocket bool) string {
 	t.Helper()
 	req := client.CoreV1().RESTClient().Post().Resource("pods").Namespace(ns).Name(pod).SubResource("exec").
 		VersionedParams(&v1.PodExecOptions{Container: "app", Command: []string{"echo", "ok"}, Stdout: true}, scheme.ParameterCodec)
@@ -218,6 +248,30 @@ func execTrue(t *testing.T, client kubernetes.Interface, rc *rest.Config, ns, po
 	var out bytes.Buffer
 	if err := exec.StreamWithContext(t.Context(), remotecommand.StreamOptions{Stdout: &out}); err != nil {
 		t.Fatalf("exec (websocket %v): %v", websocket, err)
+	}
+	return out.String()
+}
+
+// execEchoOKDirect runs `echo ok` in the container as a kubelet would
+// without a node API in between: CRI Exec through the gateway, then SPDY to
+// the streaming URL containerd returned.
+func execEchoOKDirect(t *testing.T, s *stack, containerID string) string {
+	t.Helper()
+	resp, err := s.cri.Exec(t.Context(), &runtimeapi.ExecRequest{ContainerId: containerID, Cmd: []string{"echo", "ok"}, Stdout: true})
+	if err != nil {
+		t.Fatalf("CRI Exec: %v", err)
+	}
+	u, err := url.Parse(resp.GetUrl())
+	if err != nil {
+		t.Fatal(err)
+	}
+	exec, err := remotecommand.NewSPDYExecutor(&rest.Config{}, http.MethodPost, u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	if err := exec.StreamWithContext(t.Context(), remotecommand.StreamOptions{Stdout: &out}); err != nil {
+		t.Fatalf("exec at %s: %v", u, err)
 	}
 	return out.String()
 }
