@@ -48,7 +48,7 @@ func (s *Server) getContainerLogs(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, fmt.Sprintf("pod %q does not exist", podName), http.StatusNotFound)
 		return
 	}
-	if !hasContainer(pod, container) {
+	if getContainerSpec(pod, container) == nil {
 		http.Error(w, fmt.Sprintf("container %q not found in pod %q", container, podName), http.StatusNotFound)
 		return
 	}
@@ -70,25 +70,25 @@ func (s *Server) getContainerLogs(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// hasContainer reports whether pod's spec has the container, init or
-// ephemeral included (the kubelet's GetContainerSpec).
-func hasContainer(pod *v1.Pod, name string) bool {
-	for _, c := range pod.Spec.Containers {
-		if c.Name == name {
-			return true
+// getContainerSpec is the container of pod named name, init or ephemeral
+// included; nil when the spec has none (the kubelet's GetContainerSpec).
+func getContainerSpec(pod *v1.Pod, name string) *v1.Container {
+	for i := range pod.Spec.Containers {
+		if pod.Spec.Containers[i].Name == name {
+			return &pod.Spec.Containers[i]
 		}
 	}
-	for _, c := range pod.Spec.InitContainers {
-		if c.Name == name {
-			return true
+	for i := range pod.Spec.InitContainers {
+		if pod.Spec.InitContainers[i].Name == name {
+			return &pod.Spec.InitContainers[i]
 		}
 	}
-	for _, c := range pod.Spec.EphemeralContainers {
-		if c.Name == name {
-			return true
+	for i := range pod.Spec.EphemeralContainers {
+		if pod.Spec.EphemeralContainers[i].Name == name {
+			return (*v1.Container)(&pod.Spec.EphemeralContainers[i].EphemeralContainerCommon)
 		}
 	}
-	return false
+	return nil
 }
 
 // flushWriter flushes every write to the client, so a followed log arrives

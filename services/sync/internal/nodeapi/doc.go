@@ -1,13 +1,21 @@
 // Package nodeapi is the kubelet's node API (port 10250 on a kubelet) served
-// by splitlet-sync: the HTTPS endpoint the API server proxies `kubectl logs`
-// to (status.daemonEndpoints.kubeletEndpoint of the Node), with the
-// kubelet's paths and semantics (pkg/kubelet/server/server.go):
+// by splitlet-sync: the HTTPS endpoint the API server proxies `kubectl logs`,
+// `exec`, `attach` and `port-forward` to (status.daemonEndpoints.kubeletEndpoint
+// of the Node), with the kubelet's paths and semantics
+// (pkg/kubelet/server/server.go):
 //
-//	/healthz                                     "ok"
-//	/pods                                        the pods sync runs, a v1.PodList
-//	/runningpods/                                the pods the runtime runs, a v1.PodList
-//	/containerLogs/{namespace}/{pod}/{container} a container's log (PodLogOptions as query)
-//	/metrics                                     sync's Prometheus registry
+//	/healthz                                      "ok"
+//	/pods                                         the pods sync runs, a v1.PodList
+//	/runningpods/                                 the pods the runtime runs, a v1.PodList
+//	/containerLogs/{namespace}/{pod}/{container}  a container's log (PodLogOptions as query)
+//	/exec/{namespace}/{pod}[/{uid}]/{container}   a command in the container, streamed
+//	/attach/{namespace}/{pod}[/{uid}]/{container} the container's process, streamed
+//	/portForward/{namespace}/{pod}[/{uid}]        the pod's ports, streamed
+//	/metrics                                      sync's Prometheus registry
+//
+// Streams are the runtime's: exec, attach and port-forward ask it (CRI
+// Exec, Attach, PortForward) for a streaming URL and proxy the client's
+// upgraded connection there (streaming.go).
 //
 // Every request is authenticated and authorized as the kubelet does it
 // (pkg/kubelet/server/auth.go, cmd/kubelet/app/auth.go): client

@@ -27,12 +27,17 @@ type PodLister interface {
 
 var _ PodLister = (*podmanager.Manager)(nil)
 
-// Runtime is the part of CRI the node API reads
+// Runtime is the part of CRI the node API uses
 // (runtimeapi.RuntimeServiceClient). Errors are the runtime's gRPC statuses.
+// Exec, Attach and PortForward return the runtime's one-time streaming URL,
+// which the node API proxies the client's connection to.
 type Runtime interface {
 	ListPodSandbox(ctx context.Context, in *runtimeapi.ListPodSandboxRequest, opts ...grpc.CallOption) (*runtimeapi.ListPodSandboxResponse, error)
 	ListContainers(ctx context.Context, in *runtimeapi.ListContainersRequest, opts ...grpc.CallOption) (*runtimeapi.ListContainersResponse, error)
 	ContainerStatus(ctx context.Context, in *runtimeapi.ContainerStatusRequest, opts ...grpc.CallOption) (*runtimeapi.ContainerStatusResponse, error)
+	Exec(ctx context.Context, in *runtimeapi.ExecRequest, opts ...grpc.CallOption) (*runtimeapi.ExecResponse, error)
+	Attach(ctx context.Context, in *runtimeapi.AttachRequest, opts ...grpc.CallOption) (*runtimeapi.AttachResponse, error)
+	PortForward(ctx context.Context, in *runtimeapi.PortForwardRequest, opts ...grpc.CallOption) (*runtimeapi.PortForwardResponse, error)
 }
 
 var _ Runtime = runtimeapi.RuntimeServiceClient(nil)
@@ -76,6 +81,16 @@ func New(opts Options) *Server {
 	mux.HandleFunc("GET "+podsPath, s.getPods)
 	mux.HandleFunc("GET "+runningPodsPath, s.getRunningPods)
 	mux.HandleFunc("GET /containerLogs/{podNamespace}/{podID}/{containerName}", s.getContainerLogs)
+	// The kubelet's streaming routes: GET and POST, with and without the
+	// pod's UID.
+	for _, method := range []string{http.MethodGet, http.MethodPost} {
+		mux.HandleFunc(method+" /exec/{podNamespace}/{podID}/{containerName}", s.getExec)
+		mux.HandleFunc(method+" /exec/{podNamespace}/{podID}/{uid}/{containerName}", s.getExec)
+		mux.HandleFunc(method+" /attach/{podNamespace}/{podID}/{containerName}", s.getAttach)
+		mux.HandleFunc(method+" /attach/{podNamespace}/{podID}/{uid}/{containerName}", s.getAttach)
+		mux.HandleFunc(method+" /portForward/{podNamespace}/{podID}", s.getPortForward)
+		mux.HandleFunc(method+" /portForward/{podNamespace}/{podID}/{uid}", s.getPortForward)
+	}
 	mux.Handle("GET "+metricsPath, promhttp.HandlerFor(opts.Metrics, promhttp.HandlerOpts{}))
 	s.handler = withAuth(opts.Auth, opts.NodeName, mux)
 	return s

@@ -27,6 +27,7 @@ import (
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	"k8s.io/cri-streaming/pkg/streaming"
 
 	"github.com/splitlet/splitlet/services/sync/internal/kuberuntime"
 )
@@ -82,19 +83,37 @@ func (f fakePods) GetPodByFullName(ns, name string) *v1.Pod {
 
 func (f fakePods) GetPodsWithStatus() []*v1.Pod { return f }
 
-// fakeRuntime holds sandboxes and containers and applies the state filters
-// of List calls, as a CRI runtime does.
+// fakeRuntime holds sandboxes and containers and applies the state and
+// label filters of List calls, as a CRI runtime does. Its Exec, Attach and
+// PortForward (streaming_test.go) hand out URLs of streams, a real
+// streaming server, and record the requests.
 type fakeRuntime struct {
 	mu         sync.Mutex
 	sandboxes  []*runtimeapi.PodSandbox
 	containers []*runtimeapi.Container
 	statuses   map[string]*runtimeapi.ContainerStatus
+	streams    streaming.Server
+	requests   []proto.Message // Exec, Attach and PortForward requests, in order
+	streamErr  error           // what Exec, Attach and PortForward answer, when set
+}
+
+// hasLabels reports whether labels carry every pair of selector.
+func hasLabels(labels, selector map[string]string) bool {
+	for k, v := range selector {
+		if labels[k] != v {
+			return false
+		}
+	}
+	return true
 }
 
 func (f *fakeRuntime) ListPodSandbox(_ context.Context, in *runtimeapi.ListPodSandboxRequest, _ ...grpc.CallOption) (*runtimeapi.ListPodSandboxResponse, error) {
 	var out []*runtimeapi.PodSandbox
 	for _, s := range f.sandboxes {
 		if st := in.GetFilter().GetState(); st != nil && st.State != s.State {
+			continue
+		}
+		if !hasLabels(s.GetLabels(), in.GetFilter().GetLabelSelector()) {
 			continue
 		}
 		out = append(out, s)
@@ -106,6 +125,9 @@ func (f *fakeRuntime) ListContainers(_ context.Context, in *runtimeapi.ListConta
 	var out []*runtimeapi.Container
 	for _, c := range f.containers {
 		if st := in.GetFilter().GetState(); st != nil && st.State != c.State {
+			continue
+		}
+		if !hasLabels(c.GetLabels(), in.GetFilter().GetLabelSelector()) {
 			continue
 		}
 		out = append(out, c)
@@ -277,6 +299,10 @@ func TestRequestAttributes(t *testing.T) {
 	}{
 		{"GET", "/containerLogs/ns/p/c", "get", []string{"proxy"}},
 		{"POST", "/exec/ns/p/c", "create", []string{"proxy"}},
+		{"GET", "/exec/ns/p/uid/c", "get", []string{"proxy"}},
+		{"POST", "/attach/ns/p/c", "create", []string{"proxy"}},
+		{"POST", "/portForward/ns/p", "create", []string{"proxy"}},
+		{"GET", "/portForward/ns/p/uid", "get", []string{"proxy"}},
 		{"GET", "/pods", "get", []string{"pods", "proxy"}},
 		{"GET", "/podsx", "get", []string{"proxy"}},
 		{"GET", "/runningpods/", "get", []string{"pods", "proxy"}},

@@ -9,7 +9,10 @@
 //	eval "$(hack/apiserver.sh env)"   # SPLITLET_KUBECONFIG=_out/apiserver/kubeconfig
 //	cd services/sync && go test ./test/apiserver/ -v
 //
-// Without SPLITLET_KUBECONFIG every test skips.
+// Without SPLITLET_KUBECONFIG every test skips. The streaming test
+// (streams_test.go: kubectl exec and port-forward) also needs a containerd,
+// since the fake backend serves no streams, and kubectl; it skips without
+// SPLITLET_CONTAINERD_ENDPOINT and SPLITLET_KUBE_BIN_DIR.
 package apiserver_test
 
 import (
@@ -100,10 +103,11 @@ type stack struct {
 	cri runtimeapi.RuntimeServiceClient
 }
 
-// startStack starts the gateway (fake backend), admission and sync with the
+// startStack starts the gateway (the fake backend, or the `cri` backend in
+// front of runtimeEndpoint when it is set), admission and sync with the
 // project's launcher; sync registers node with the API server of kubeconfig.
 // syncArgs are added to sync's flags.
-func startStack(t *testing.T, kubeconfig, node string, syncArgs ...string) *stack {
+func startStack(t *testing.T, kubeconfig, node, runtimeEndpoint string, syncArgs ...string) *stack {
 	t.Helper()
 	// Not t.TempDir: unix socket paths are limited to 108 bytes.
 	dir, err := os.MkdirTemp("", "sapi")
@@ -119,6 +123,7 @@ func startStack(t *testing.T, kubeconfig, node string, syncArgs ...string) *stac
 		BinDir:          binDir,
 		Dir:             dir,
 		NodeName:        node,
+		RuntimeEndpoint: runtimeEndpoint,
 		GatewayArgs:     []string{"--allowed-host-path=/", "--log-level=warn"},
 		AdmissionConfig: fmt.Sprintf("node:\n  maxPods: %d\n", admissionMaxPods),
 		AdmissionArgs:   []string{"--log-level=warn"},
@@ -171,6 +176,13 @@ func (s *stack) containerIDs() map[string]bool {
 // sync's flags.
 func nodeStack(t *testing.T, syncArgs ...string) (kubernetes.Interface, *stack, string) {
 	t.Helper()
+	return nodeStackOn(t, "", syncArgs...)
+}
+
+// nodeStackOn is nodeStack with the gateway in front of the CRI runtime at
+// runtimeEndpoint ("" is the fake backend).
+func nodeStackOn(t *testing.T, runtimeEndpoint string, syncArgs ...string) (kubernetes.Interface, *stack, string) {
+	t.Helper()
 	client, kubeconfig := kubeClient(t)
 	node := fmt.Sprintf("splitlet-it-%d", time.Now().UnixNano()%1_000_000)
 	if nk := os.Getenv(nodeKubeconfigEnv); nk != "" {
@@ -191,7 +203,7 @@ func nodeStack(t *testing.T, syncArgs ...string) (kubernetes.Interface, *stack, 
 		_ = client.CoordinationV1().Leases("kube-node-lease").Delete(context.Background(), node, metav1.DeleteOptions{})
 	})
 	serviceAccountBasics(t, client, "default")
-	return client, startStack(t, kubeconfig, node, syncArgs...), node
+	return client, startStack(t, kubeconfig, node, runtimeEndpoint, syncArgs...), node
 }
 
 // serviceAccountBasics creates what kube-controller-manager would in a

@@ -48,31 +48,7 @@ func TestNodeAPIThroughAPIServer(t *testing.T) {
 	}
 	admin, _ := kubeClient(t)
 	ctx := t.Context()
-	// What kubeadm grants its API server's kubelet client.
-	bindClusterRole(t, admin, "splitlet-test-kubelet-api-admin", "system:kubelet-api-admin",
-		rbacv1.Subject{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: kubeletClientUser})
-
-	client, s, node := nodeStack(t,
-		"--node-api-addr=127.0.0.1:0",
-		"--node-ip=127.0.0.1",
-		"--client-ca-file="+filepath.Join(pki, "ca.crt"),
-		"--node-api-tls-cert-file="+filepath.Join(pki, "node-api.crt"),
-		"--node-api-tls-private-key-file="+filepath.Join(pki, "node-api.key"),
-	)
-
-	var port int32
-	waitFor(t, 30*time.Second, "the Node carrying the node API's port and an InternalIP", func() (bool, string) {
-		n, err := client.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
-		if err != nil {
-			return false, err.Error()
-		}
-		port = n.Status.DaemonEndpoints.KubeletEndpoint.Port
-		internal := false
-		for _, a := range n.Status.Addresses {
-			internal = internal || a.Type == v1.NodeInternalIP && a.Address == "127.0.0.1"
-		}
-		return port > 0 && internal, fmt.Sprintf("port %d, addresses %v", port, n.Status.Addresses)
-	})
+	_, s, node, port := nodeAPIStack(t, pki, "")
 
 	ns := "default"
 	pod := &v1.Pod{
@@ -213,6 +189,38 @@ func TestNodeAPIThroughAPIServer(t *testing.T) {
 			}
 		})
 	}
+}
+
+// nodeAPIStack starts a node (nodeStackOn runtimeEndpoint) whose sync serves
+// the node API on 127.0.0.1 with hack/apiserver.sh's certificates (pki),
+// grants the API server's kubelet client what kubeadm grants it, and
+// returns once the Node carries the node API's port and an InternalIP.
+func nodeAPIStack(t *testing.T, pki, runtimeEndpoint string) (kubernetes.Interface, *stack, string, int32) {
+	t.Helper()
+	admin, _ := kubeClient(t)
+	bindClusterRole(t, admin, "splitlet-test-kubelet-api-admin", "system:kubelet-api-admin",
+		rbacv1.Subject{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: kubeletClientUser})
+	client, s, node := nodeStackOn(t, runtimeEndpoint,
+		"--node-api-addr=127.0.0.1:0",
+		"--node-ip=127.0.0.1",
+		"--client-ca-file="+filepath.Join(pki, "ca.crt"),
+		"--node-api-tls-cert-file="+filepath.Join(pki, "node-api.crt"),
+		"--node-api-tls-private-key-file="+filepath.Join(pki, "node-api.key"),
+	)
+	var port int32
+	waitFor(t, 30*time.Second, "the Node carrying the node API's port and an InternalIP", func() (bool, string) {
+		n, err := client.CoreV1().Nodes().Get(t.Context(), node, metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		port = n.Status.DaemonEndpoints.KubeletEndpoint.Port
+		internal := false
+		for _, a := range n.Status.Addresses {
+			internal = internal || a.Type == v1.NodeInternalIP && a.Address == "127.0.0.1"
+		}
+		return port > 0 && internal, fmt.Sprintf("port %d, addresses %v", port, n.Status.Addresses)
+	})
+	return client, s, node, port
 }
 
 // appendCRILog writes one stdout line to a CRI log file, as the runtime does.
