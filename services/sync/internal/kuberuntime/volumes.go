@@ -58,7 +58,10 @@ func setUpAtomicVolume(ctx context.Context, pod *v1.Pod, vol *v1.Volume, volFiel
 		return "", fmt.Errorf("MountVolume.SetUp failed for volume %q : %w", vol.Name, err)
 	}
 	dir := atomicVolumeDir(pod, vol, opts)
-	if err := os.MkdirAll(dir, 0o750); err != nil {
+	// The kubelet wraps these volumes in an emptyDir, whose setupDir makes
+	// the directory 0777 whatever the umask: it is the root a container
+	// sees at the mount path, so every container user must reach the files.
+	if err := opts.fs().MkdirAllExact(dir, 0o777); err != nil {
 		return "", fmt.Errorf("MountVolume.SetUp failed for volume %q : %w", vol.Name, err)
 	}
 	var setPerms func(string) error

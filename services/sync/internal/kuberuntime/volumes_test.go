@@ -328,3 +328,29 @@ func TestVolumeFSGroup(t *testing.T) {
 		}
 	}
 }
+
+// The volume's directory is the root a container sees at the mount path:
+// like the emptyDir the kubelet wraps each of these volumes in (emptyDir
+// setupDir), it is 0777 whatever sync's umask, so a non-root container can
+// reach the files (the e2e "as non-root" configMap and downward API specs).
+func TestAtomicVolumeDirOpenToEveryUser(t *testing.T) {
+	root := t.TempDir()
+	vol := v1.Volume{Name: "podinfo", VolumeSource: v1.VolumeSource{DownwardAPI: &v1.DownwardAPIVolumeSource{
+		Items: []v1.DownwardAPIVolumeFile{{Path: "podname", FieldRef: &v1.ObjectFieldSelector{FieldPath: "metadata.name"}}},
+	}}}
+	var dir string
+	var err error
+	withUmask(t, 0o077, func() {
+		dir, err = setUpAtomicVolume(t.Context(), envPod(), &vol, "spec.volumes[0]", ContainerOptions{PodVolumesRoot: root, EnvOptions: EnvOptions{Objects: testObjects()}})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fi, err := os.Stat(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi.Mode().Perm() != 0o777 {
+		t.Errorf("volume directory mode %v, want 0777", fi.Mode().Perm())
+	}
+}
