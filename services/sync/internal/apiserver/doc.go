@@ -40,6 +40,13 @@ import (
 // PodService source already took the kubelet's "api".
 const SourceName = "apiserver"
 
+// KubeAPIQPS and KubeAPIBurst bound sync's requests to the API server, as
+// the kubelet's defaults (KubeletConfiguration kubeAPIQPS, kubeAPIBurst).
+const (
+	KubeAPIQPS   = 50
+	KubeAPIBurst = 100
+)
+
 // NewClient builds a clientset from a kubeconfig file.
 func NewClient(kubeconfig string) (kubernetes.Interface, error) {
 	rc, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
@@ -47,5 +54,8 @@ func NewClient(kubeconfig string) (kubernetes.Interface, error) {
 		return nil, fmt.Errorf("kubeconfig %s: %w", kubeconfig, err)
 	}
 	rc.UserAgent = "splitlet-sync"
+	// The kubelet's kubeAPIQPS and kubeAPIBurst defaults: client-go's own
+	// (5, 10) throttle a node running many pods into minutes-late statuses.
+	rc.QPS, rc.Burst = KubeAPIQPS, KubeAPIBurst
 	return kubernetes.NewForConfig(rc)
 }

@@ -55,7 +55,9 @@ type StatusManager struct {
 	// has not been written yet: the kubelet's podStatusChannel plus its
 	// periodic needsReconcile sweep, reduced to one set.
 	dirty map[types.UID]*v1.Pod
-	poke  chan struct{}
+	// failed holds the pods whose last write failed, until the next period.
+	failed map[types.UID]*v1.Pod
+	poke   chan struct{}
 }
 
 var _ syncloop.Finalizer = (*StatusManager)(nil)
@@ -70,8 +72,9 @@ func NewStatusManager(client kubernetes.Interface, pods PodStatusProvider, opts 
 	}
 	return &StatusManager{
 		client: client, pods: pods, opts: opts,
-		dirty: map[types.UID]*v1.Pod{},
-		poke:  make(chan struct{}, 1),
+		dirty:  map[types.UID]*v1.Pod{},
+		failed: map[types.UID]*v1.Pod{},
+		poke:   make(chan struct{}, 1),
 	}
 }
 
@@ -93,12 +96,15 @@ func (m *StatusManager) Run(ctx context.Context) {
 				m.relist()
 				continue
 			}
-			if ev.Type != podmanager.Deleted {
+			if ev.Type == podmanager.Deleted {
+				m.forget(ev.Pod)
+			} else {
 				m.markDirty(ev.Pod)
 			}
 		case <-m.poke:
 			m.SyncBatch(ctx)
 		case <-ticker.C:
+			m.retryFailed()
 			m.SyncBatch(ctx)
 		}
 	}
@@ -123,8 +129,35 @@ func (m *StatusManager) markDirty(pod *v1.Pod) {
 	}
 }
 
-// SyncBatch writes every dirty status; those that fail stay dirty for the
-// next period. Matches the kubelet status manager's syncBatch.
+// forget drops a pod sync no longer has: its status is not retried. The
+// kubelet's RemoveOrphanedStatuses.
+func (m *StatusManager) forget(pod *v1.Pod) {
+	if pod == nil {
+		return
+	}
+	m.mu.Lock()
+	delete(m.dirty, pod.UID)
+	delete(m.failed, pod.UID)
+	m.mu.Unlock()
+}
+
+// retryFailed makes the statuses that failed dirty again, once a period:
+// a status the API server refuses is not retried on every other pod's
+// change.
+func (m *StatusManager) retryFailed() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for uid, pod := range m.failed {
+		if _, newer := m.dirty[uid]; !newer {
+			m.dirty[uid] = pod
+		}
+	}
+	clear(m.failed)
+}
+
+// SyncBatch writes every dirty status; those that fail are retried in the
+// next period unless the pod changes first. Matches the kubelet status
+// manager's syncBatch.
 func (m *StatusManager) SyncBatch(ctx context.Context) {
 	m.mu.Lock()
 	batch := maps.Clone(m.dirty)
@@ -132,11 +165,11 @@ func (m *StatusManager) SyncBatch(ctx context.Context) {
 	m.mu.Unlock()
 	for uid, pod := range batch {
 		if err := m.syncPod(ctx, pod); err != nil {
-			logctx.From(ctx).Info("pod status not written; retrying",
+			logctx.From(ctx).Info("pod status not written; retrying in the next period",
 				zap.String("pod", pod.Namespace+"/"+pod.Name), zap.Error(err))
 			m.mu.Lock()
 			if _, newer := m.dirty[uid]; !newer {
-				m.dirty[uid] = pod
+				m.failed[uid] = pod
 			}
 			m.mu.Unlock()
 		}

@@ -73,13 +73,13 @@ func TestSyncBatch(t *testing.T) {
 		conflicts int
 		source    string
 		wantPhase v1.PodPhase
-		wantDirty bool
+		wantRetry bool
 	}{
 		{desc: "status written", apiUID: "u1", source: SourceName, wantPhase: v1.PodRunning},
 		{desc: "conflicts retried", apiUID: "u1", conflicts: 2, source: SourceName, wantPhase: v1.PodRunning},
 		{desc: "pod replaced under the same name is left alone", apiUID: "other", source: SourceName, wantPhase: ""},
 		{desc: "pods of other sources ignored", apiUID: "u1", source: "api", wantPhase: ""},
-		{desc: "persistent failure stays dirty", apiUID: "u1", conflicts: 100, source: SourceName, wantPhase: "", wantDirty: true},
+		{desc: "persistent failure retried in the next period", apiUID: "u1", conflicts: 100, source: SourceName, wantPhase: "", wantRetry: true},
 	} {
 		t.Run(tc.desc, func(t *testing.T) {
 			api := testPod("p", "n1")
@@ -109,13 +109,51 @@ func TestSyncBatch(t *testing.T) {
 			if tc.wantPhase == v1.PodRunning && (len(got.Status.ContainerStatuses) != 1 || got.Status.ContainerStatuses[0].State.Running == nil) {
 				t.Errorf("container statuses not written: %+v", got.Status.ContainerStatuses)
 			}
+			// A failed write is not dirty (another pod's change must not
+			// retry it) until the period's retryFailed.
 			m.mu.Lock()
 			_, dirty := m.dirty[pod.UID]
+			_, failed := m.failed[pod.UID]
 			m.mu.Unlock()
-			if dirty != tc.wantDirty {
-				t.Errorf("dirty after sync = %v, want %v", dirty, tc.wantDirty)
+			if dirty || failed != tc.wantRetry {
+				t.Errorf("after sync: dirty %v, failed %v; want dirty false, failed %v", dirty, failed, tc.wantRetry)
+			}
+			m.retryFailed()
+			m.mu.Lock()
+			_, dirty = m.dirty[pod.UID]
+			m.mu.Unlock()
+			if dirty != tc.wantRetry {
+				t.Errorf("dirty after the period = %v, want %v", dirty, tc.wantRetry)
 			}
 		})
+	}
+}
+
+// A pod sync no longer has is never retried: under the Node authorizer
+// its status write is refused forever, and retrying it throttled every
+// other pod's status (the conformance run's minutes-Pending pods).
+func TestDeletedPodForgotten(t *testing.T) {
+	client := fake.NewClientset()
+	client.PrependReactor("get", "pods", func(k8stesting.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewForbidden(schema.GroupResource{Resource: "pods"}, "p", errors.New("no relationship found between node 'n1' and this object"))
+	})
+	pod := runningPod("p", "u1")
+	m := NewStatusManager(client, &fakeProvider{pods: []*v1.Pod{pod}}, StatusOptions{})
+	m.relist()
+	m.SyncBatch(t.Context())
+	m.mu.Lock()
+	_, failed := m.failed[pod.UID]
+	m.mu.Unlock()
+	if !failed {
+		t.Fatal("a refused write was not kept for a retry")
+	}
+	m.forget(pod)
+	m.retryFailed()
+	m.mu.Lock()
+	left := len(m.dirty) + len(m.failed)
+	m.mu.Unlock()
+	if left != 0 {
+		t.Errorf("%d statuses of a deleted pod left to write", left)
 	}
 }
 
