@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"runtime"
 	"strings"
+	"sync"
+	"time"
 
 	"connectrpc.com/connect"
 	v1 "k8s.io/api/core/v1"
@@ -55,4 +57,39 @@ func machineReport(context.Context) (apiserver.NodeReport, error) {
 		v1.ResourcePods:   *resource.NewQuantity(110, resource.DecimalSI),
 	}
 	return apiserver.NodeReport{Capacity: c, Allocatable: c.DeepCopy()}, nil
+}
+
+// allocatableTTL is how long nodeAllocatable keeps an answer: downward API
+// volumes ask on every pod sync.
+const allocatableTTL = 10 * time.Second
+
+// nodeAllocatable returns the node's allocatable resources as report
+// gives them (admission's, or the machine's), kept for ttl; when
+// report fails the last answer stands, and the machine's before the first.
+// The downward API's default limits read it (the kubelet's
+// defaultPodLimitsForDownwardAPI reads its node's allocatable).
+func nodeAllocatable(report apiserver.ReportFunc, ttl time.Duration) func() v1.ResourceList {
+	var (
+		mu   sync.Mutex
+		at   time.Time
+		last v1.ResourceList
+	)
+	return func() v1.ResourceList {
+		mu.Lock()
+		defer mu.Unlock()
+		if last != nil && time.Since(at) < ttl {
+			return last
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		r, err := report(ctx)
+		switch {
+		case err == nil && r.Allocatable != nil:
+			last, at = r.Allocatable, time.Now()
+		case last == nil:
+			m, _ := machineReport(ctx)
+			last, at = m.Allocatable, time.Now()
+		}
+		return last
+	}
 }

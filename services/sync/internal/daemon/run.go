@@ -89,7 +89,7 @@ func Run(ctx context.Context, cfg config.Config) error {
 		sources = append(sources, source.FileSourceName)
 	}
 	var kubeClient kubernetes.Interface
-	envOptions := kuberuntime.EnvOptions{HostIPs: cfg.NodeIPs}
+	envOptions := kuberuntime.EnvOptions{HostIPs: cfg.NodeIPs, NodeAllocatable: nodeAllocatable(nodeReport(cfg.AdmissionEndpoint), allocatableTTL)}
 	var objects *apiserver.Objects
 	if cfg.Kubeconfig != "" {
 		if kubeClient, err = apiserver.NewClient(cfg.Kubeconfig); err != nil {

@@ -175,15 +175,25 @@ type ObjectGetter interface {
 	GetServiceAccountToken(ctx context.Context, namespace, name string, req *authenticationv1.TokenRequest) (*authenticationv1.TokenRequest, error)
 }
 
+// allocatable is NodeAllocatable's answer, nil without one.
+func (o EnvOptions) allocatable() v1.ResourceList {
+	if o.NodeAllocatable == nil {
+		return nil
+	}
+	return o.NodeAllocatable()
+}
+
 // EnvOptions is what makeEnvironmentVariables needs beyond the pod: facts
 // about the node, and the API server's objects.
 type EnvOptions struct {
 	// HostIPs are the node's IPs, primary first, for status.hostIP(s).
 	HostIPs []string
-	// NodeAllocatable stands in for unset cpu, memory and ephemeral-storage
-	// limits in resourceFieldRef values, as the kubelet's
-	// defaultPodLimitsForDownwardAPI does.
-	NodeAllocatable v1.ResourceList
+	// NodeAllocatable returns the node's allocatable resources, which
+	// stand in for unset cpu, memory and ephemeral-storage limits in
+	// resourceFieldRef values, as the kubelet's
+	// defaultPodLimitsForDownwardAPI does with its node's; nil stands in
+	// nothing.
+	NodeAllocatable func() v1.ResourceList
 	// Objects reads ConfigMaps, Secrets and Services; nil when sync runs
 	// without an API server: then references to ConfigMaps and Secrets
 	// fail naming the field, and no Service variables are set.
@@ -309,7 +319,7 @@ func makeEnvironmentVariables(ctx context.Context, pod *v1.Pod, c *v1.Container,
 			}
 			value = v
 		case env.ValueFrom.ResourceFieldRef != nil:
-			v, err := containerResourceRuntimeValue(env.ValueFrom.ResourceFieldRef, pod, c, opts.NodeAllocatable)
+			v, err := containerResourceRuntimeValue(env.ValueFrom.ResourceFieldRef, pod, c, opts.allocatable())
 			if err != nil {
 				return nil, fmt.Errorf("%s.valueFrom.resourceFieldRef: %w", envField, err)
 			}

@@ -131,7 +131,7 @@ func TestMakeEnvironmentVariables(t *testing.T) {
 		v1.ResourceMemory:           resource.MustParse("8Gi"),
 		v1.ResourceEphemeralStorage: resource.MustParse("100Gi"),
 	}
-	opts := EnvOptions{HostIPs: []string{"192.168.1.10", "fd00::10"}, NodeAllocatable: allocatable}
+	opts := EnvOptions{HostIPs: []string{"192.168.1.10", "fd00::10"}, NodeAllocatable: func() v1.ResourceList { return allocatable }}
 	podIPs := []string{"10.88.0.7", "fd00:88::7"}
 	cases := []struct {
 		desc string

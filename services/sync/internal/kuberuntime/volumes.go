@@ -236,7 +236,7 @@ func downwardAPIPayload(pod *v1.Pod, items []v1.DownwardAPIVolumeFile, defaultMo
 				err = fmt.Errorf("%w: container %s not found", errdefs.ErrInvalidArgument, item.ResourceFieldRef.ContainerName)
 				break
 			}
-			value, err = containerResourceRuntimeValue(item.ResourceFieldRef, pod, c, opts.NodeAllocatable)
+			value, err = containerResourceRuntimeValue(item.ResourceFieldRef, pod, c, opts.allocatable())
 		default:
 			continue
 		}
