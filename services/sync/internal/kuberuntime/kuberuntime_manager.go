@@ -368,10 +368,23 @@ func (m *Manager) killPodWithStatus(ctx context.Context, pod *v1.Pod, ps *contai
 	log := loggerFrom(ctx)
 	var wg sync.WaitGroup
 	errs := make(chan error, len(ps.ContainerStatuses))
+	var stopping []*container.Status
 	for _, cs := range ps.ContainerStatuses {
-		if cs.State != container.ContainerStateRunning && cs.State != container.ContainerStateUnknown && cs.State != container.ContainerStateCreated {
-			continue
+		if cs.State == container.ContainerStateRunning || cs.State == container.ContainerStateUnknown || cs.State == container.ContainerStateCreated {
+			stopping = append(stopping, cs)
 		}
+	}
+	// Sidecars stop after the main containers, as in the kubelet's
+	// killContainersWithSyncResult.
+	var ordering *terminationOrdering
+	if pod != nil && container.HasRestartableInitContainer(pod) {
+		names := make([]string, 0, len(stopping))
+		for _, cs := range stopping {
+			names = append(names, cs.Name)
+		}
+		ordering = newTerminationOrdering(pod, names)
+	}
+	for _, cs := range stopping {
 		wg.Add(1)
 		go func(cs *container.Status) {
 			defer wg.Done()
@@ -379,7 +392,7 @@ func (m *Manager) killPodWithStatus(ctx context.Context, pod *v1.Pod, ps *contai
 			if pod != nil {
 				spec = findContainer(pod, cs.Name)
 			}
-			if err := m.killContainer(ctx, pod, cs.ID, cs.Name, spec, "Stopping container "+cs.Name, "", gracePeriodOverride); err != nil {
+			if err := m.killContainer(ctx, pod, cs.ID, cs.Name, spec, "Stopping container "+cs.Name, "", gracePeriodOverride, ordering); err != nil {
 				errs <- err
 			}
 		}(cs)
@@ -463,8 +476,10 @@ func (m *Manager) RemovePod(ctx context.Context, uid types.UID) error {
 // known only from the runtime from the container's recorded annotation; the
 // preStop hook runs within it; what is left is floored at
 // minimumGracePeriodInSeconds; and an override (what remains of a
-// deletion's grace) replaces all of that, floor included.
-func (m *Manager) killContainer(ctx context.Context, pod *v1.Pod, id container.ContainerID, name string, spec *v1.Container, message string, reason ContainerKillReason, gracePeriodOverride *int64) error {
+// deletion's grace) replaces all of that, floor included. With an ordering
+// (a pod with sidecars being stopped) the container waits, within what is
+// left of its grace, for its turn, and says when it has stopped.
+func (m *Manager) killContainer(ctx context.Context, pod *v1.Pod, id container.ContainerID, name string, spec *v1.Container, message string, reason ContainerKillReason, gracePeriodOverride *int64, ordering *terminationOrdering) error {
 	log := loggerFrom(ctx)
 	grace := int64(minimumGracePeriodInSeconds)
 	if pod != nil && spec != nil {
@@ -478,6 +493,9 @@ func (m *Manager) killContainer(ctx context.Context, pod *v1.Pod, id container.C
 	}
 	if pod != nil && spec != nil {
 		grace = m.hooks.PreStop(ctx, id, pod, spec, grace)
+	}
+	if ordering != nil && grace > 0 {
+		grace -= int64(ordering.waitForTurn(name, grace))
 	}
 	if grace < minimumGracePeriodInSeconds {
 		grace = minimumGracePeriodInSeconds
@@ -495,6 +513,9 @@ func (m *Manager) killContainer(ctx context.Context, pod *v1.Pod, id container.C
 	defer cancel()
 	if _, err := m.runtime.StopContainer(stopCtx, &runtimeapi.StopContainerRequest{ContainerId: id.ID, Timeout: grace}); err != nil && !isNotFound(err) {
 		return fmt.Errorf("stop container %s (%s): %w", name, id.ID, err)
+	}
+	if ordering != nil {
+		ordering.containerTerminated(name)
 	}
 	return nil
 }

@@ -84,7 +84,7 @@ func TestKillContainerGracePeriod(t *testing.T) {
 				pod, spec = tc.pod, &tc.pod.Spec.Containers[0]
 			}
 			id := container.BuildContainerID("fake", "cid")
-			if err := m.killContainer(context.Background(), pod, id, "c", spec, "test", tc.reason, tc.override); err != nil {
+			if err := m.killContainer(context.Background(), pod, id, "c", spec, "test", tc.reason, tc.override, nil); err != nil {
 				t.Fatal(err)
 			}
 			if len(rt.timeouts) != 1 || rt.timeouts[0] != tc.want {

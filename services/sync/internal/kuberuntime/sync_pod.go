@@ -99,7 +99,7 @@ func (m *Manager) SyncPodWithResult(ctx context.Context, pod *v1.Pod, podStatus 
 	} else {
 		for id, info := range actions.ContainersToKill {
 			res.Acted = true
-			if err := m.killContainer(ctx, pod, id, info.Name, info.Container, info.Message, info.Reason, nil); err != nil {
+			if err := m.killContainer(ctx, pod, id, info.Name, info.Container, info.Message, info.Reason, nil, nil); err != nil {
 				return res, fmt.Errorf("kill container %s: %w", info.Name, err)
 			}
 		}
@@ -307,7 +307,7 @@ func (m *Manager) startContainer(ctx context.Context, pod *v1.Pod, podStatus *co
 		// The kubelet kills a container whose postStart hook failed; the
 		// restart policy decides what comes next.
 		m.setWaiting(pod.UID, spec.Name, &WaitingReason{Reason: lifecycle.ErrPostStartHook.Error(), Message: msg})
-		if kerr := m.killContainer(ctx, pod, cid, spec.Name, spec, "FailedPostStartHook", ReasonFailedPostStartHook, nil); kerr != nil {
+		if kerr := m.killContainer(ctx, pod, cid, spec.Name, spec, "FailedPostStartHook", ReasonFailedPostStartHook, nil, nil); kerr != nil {
 			loggerFrom(ctx).Warn("cannot kill container after its postStart hook failed", zap.String("container", spec.Name), zap.Error(kerr))
 		}
 		return resp.GetContainerId(), true, err
