@@ -32,7 +32,7 @@ RUN_FLAGS = --dir=$(RUN_DIR) --examples=$(ROOT)/examples \
   $(if $(RUN_GATEWAY_METRICS_ADDR),--gateway-metrics-addr=$(RUN_GATEWAY_METRICS_ADDR)) \
   $(addprefix --crictl=,$(wildcard $(SPLITLET_CACHE)/cri-tools-*/crictl))
 
-.PHONY: build tools generate check-generate lint test e2e critest bench run stop compose-e2e apiserver-e2e cluster cluster-down cluster-e2e chaos clean
+.PHONY: build tools generate check-generate lint test e2e critest bench run stop compose-e2e apiserver-e2e cluster cluster-down cluster-e2e conformance conformance-ci chaos clean
 
 build: ## Build every splitlet binary into bin/.
 	mkdir -p $(BIN)
@@ -72,10 +72,8 @@ critest: ## critest against containerd directly and through the gateway.
 compose-e2e: ## The docker-compose stack end to end (installs docker.io and docker-compose; root).
 	hack/compose-e2e.sh
 
-apiserver-e2e: ## splitlet against a real etcd + kube-apiserver (built from the module proxy; apt for etcd).
-	hack/apiserver.sh start
-	trap '$(ROOT)/hack/apiserver.sh stop' EXIT; eval "$$(hack/apiserver.sh env)"; \
-	  cd services/sync && go test -count=1 -v ./test/apiserver/
+apiserver-e2e: ## splitlet against a real etcd + kube-apiserver and containerd (built from the module proxy; apt for etcd), in a private network namespace as root.
+	hack/apiserver-e2e.sh
 
 cluster: ## A control plane (etcd, kube-apiserver, kube-controller-manager, kube-scheduler) in network namespace splitlet-cluster; root.
 	hack/cluster.sh up
@@ -85,6 +83,12 @@ cluster-down: ## Stop what `make cluster` started and delete its network namespa
 
 cluster-e2e: ## splitlet nodes on containerd in a real control plane, in a private network namespace (root).
 	hack/cluster-e2e.sh
+
+conformance: ## Kubernetes' e2e [NodeConformance] specs on a real kubelet and on splitlet, and their difference (root; see CONFORMANCE.md).
+	hack/conformance.sh full
+
+conformance-ci: ## The CI subset of the conformance specs (pods, init containers, probes, hooks, volumes) on splitlet; fails on any failure (root).
+	hack/conformance.sh ci
 
 chaos: build ## Kill each process with SIGKILL during a pod burst and a mass delete, with CRI faults; figures in RELIABILITY.md.
 	cd internal && SPLITLET_BIN_DIR=$(BIN) go test -tags chaos -count=1 -race -v -run TestChaos ./chaos/
