@@ -94,26 +94,6 @@ func needEnv(t *testing.T) env {
 	return e
 }
 
-// waitFor polls cond every 200 ms until it holds or timeout passes.
-func waitFor(t *testing.T, timeout time.Duration, what string, cond func() (bool, string)) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	tick := time.NewTicker(200 * time.Millisecond)
-	defer tick.Stop()
-	last := ""
-	for {
-		ok, msg := cond()
-		if ok {
-			return
-		}
-		last = msg
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s: %s", timeout, what, last)
-		}
-		<-tick.C
-	}
-}
-
 // node is one splitlet node: its stack and a CRI client of its containerd
 // (not the gateway: what is left in the runtime is the question).
 type node struct {
@@ -256,7 +236,7 @@ func TestDeploymentOnSplitletNodes(t *testing.T) {
 		names[n.name] = true
 	}
 	cidrs := map[string]string{}
-	waitFor(t, 60*time.Second, "every node registered, Ready and given a pod CIDR", func() (bool, string) {
+	launcher.WaitFor(t, 60*time.Second, "every node registered, Ready and given a pod CIDR", func() (bool, string) {
 		var notReady []string
 		for _, n := range nodes {
 			obj, err := client.CoreV1().Nodes().Get(ctx, n.name, metav1.GetOptions{})
@@ -334,7 +314,7 @@ func TestDeploymentOnSplitletNodes(t *testing.T) {
 
 	began = time.Now()
 	kubectl(t, e, c, "", "delete", "deployment", "web", "--wait=true")
-	waitFor(t, 90*time.Second, "the Deployment's pods gone from the API server", func() (bool, string) {
+	launcher.WaitFor(t, 90*time.Second, "the Deployment's pods gone from the API server", func() (bool, string) {
 		pods, err := client.CoreV1().Pods("default").List(ctx, metav1.ListOptions{LabelSelector: "app=web"})
 		if err != nil {
 			return false, err.Error()
@@ -345,7 +325,7 @@ func TestDeploymentOnSplitletNodes(t *testing.T) {
 		}
 		return len(left) == 0, strings.Join(left, ", ")
 	})
-	waitFor(t, 60*time.Second, "no container or sandbox left in any containerd", func() (bool, string) {
+	launcher.WaitFor(t, 60*time.Second, "no container or sandbox left in any containerd", func() (bool, string) {
 		var left []string
 		for _, n := range nodes {
 			containers, sandboxes := n.podContainers(t, "default")

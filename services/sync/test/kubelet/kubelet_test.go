@@ -38,6 +38,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/splitlet/splitlet/internal/cluster"
+	"github.com/splitlet/splitlet/internal/stack"
 	"github.com/splitlet/splitlet/internal/kubeletnode"
 )
 
@@ -48,26 +49,6 @@ const (
 	busyboxEnv    = "SPLITLET_BUSYBOX_IMAGE"
 	nodeName      = "kubelet-a"
 )
-
-// waitFor polls cond every 200 ms until it holds or timeout passes.
-func waitFor(t *testing.T, timeout time.Duration, what string, cond func() (bool, string)) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	tick := time.NewTicker(200 * time.Millisecond)
-	defer tick.Stop()
-	last := ""
-	for {
-		ok, msg := cond()
-		if ok {
-			return
-		}
-		last = msg
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s: %s", timeout, what, last)
-		}
-		<-tick.C
-	}
-}
 
 func TestKubeletNode(t *testing.T) {
 	kubeBin, endpoint, nodeIP := os.Getenv(kubeBinEnv), strings.Split(os.Getenv(containerdEnv), ",")[0], os.Getenv(nodeIPEnv)
@@ -137,7 +118,7 @@ func TestKubeletNode(t *testing.T) {
 		}
 	})
 
-	waitFor(t, 2*time.Minute, "Node "+nodeName+" Ready", func() (bool, string) {
+	stack.WaitFor(t, 2*time.Minute, "Node "+nodeName+" Ready", func() (bool, string) {
 		node, err := client.CoreV1().Nodes().Get(ctx, nodeName, metav1.GetOptions{})
 		if err != nil {
 			return false, err.Error()
@@ -178,7 +159,7 @@ func TestKubeletNode(t *testing.T) {
 		t.Fatal(err)
 	}
 	var running *v1.Pod
-	waitFor(t, 2*time.Minute, "pod hello Running with an IP", func() (bool, string) {
+	stack.WaitFor(t, 2*time.Minute, "pod hello Running with an IP", func() (bool, string) {
 		p, err := client.CoreV1().Pods("default").Get(ctx, "hello", metav1.GetOptions{})
 		if err != nil {
 			return false, err.Error()
@@ -190,7 +171,7 @@ func TestKubeletNode(t *testing.T) {
 
 	// pods/log: API server -> kubelet over HTTPS on the Node's InternalIP.
 	var logs string
-	waitFor(t, 30*time.Second, "the pod's log through the API server", func() (bool, string) {
+	stack.WaitFor(t, 30*time.Second, "the pod's log through the API server", func() (bool, string) {
 		raw, err := client.CoreV1().Pods("default").GetLogs("hello", &v1.PodLogOptions{Container: "app"}).DoRaw(ctx)
 		if err != nil {
 			return false, err.Error()
@@ -204,7 +185,7 @@ func TestKubeletNode(t *testing.T) {
 	if err := client.CoreV1().Pods("default").Delete(ctx, "hello", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, time.Minute, "pod hello gone from the API server", func() (bool, string) {
+	stack.WaitFor(t, time.Minute, "pod hello gone from the API server", func() (bool, string) {
 		_, err := client.CoreV1().Pods("default").Get(ctx, "hello", metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
 			return true, ""
