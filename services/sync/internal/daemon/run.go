@@ -126,6 +126,7 @@ func Run(ctx context.Context, cfg config.Config) error {
 			PodLogsRoot:           cfg.PodLogsRoot,
 			PodVolumesRoot:        podsDir,
 			PodContainersRoot:     podsDir,
+			ClusterDomain:         cfg.ClusterDomain,
 			MachineMemoryCapacity: machineMemory(),
 		},
 		CrashLoop: backoff.New(curve, nil),

@@ -35,8 +35,20 @@ type FS interface {
 	// CreateFile creates (or truncates) an empty file with exactly perm,
 	// whatever the umask.
 	CreateFile(path string, perm os.FileMode) error
+	// WriteFile writes data to path, created or truncated, with exactly
+	// perm whatever the umask.
+	WriteFile(path string, data []byte, perm os.FileMode) error
 	// Remove deletes a file; a missing one is not an error.
 	Remove(path string) error
+}
+
+// WriteFile implements FS with os.WriteFile and a chmod, as the kubelet's
+// ensureHostsFile writes the hosts file.
+func (OSFS) WriteFile(path string, data []byte, perm os.FileMode) error {
+	if err := os.WriteFile(path, data, perm); err != nil {
+		return err
+	}
+	return os.Chmod(path, perm)
 }
 
 // OSFS is FS on the real filesystem.
@@ -150,8 +162,12 @@ type ContainerOptions struct {
 	// DefaultPodsDir.
 	PodVolumesRoot string
 	// PodContainersRoot holds termination message files under
-	// <root>/<uid>/containers/<name>/; empty means DefaultPodsDir.
+	// <root>/<uid>/containers/<name>/ and the pod's hosts file,
+	// <root>/<uid>/etc-hosts; empty means DefaultPodsDir.
 	PodContainersRoot string
+	// ClusterDomain is the cluster's DNS domain (--cluster-domain), which
+	// a pod with a subdomain's hosts file names it in.
+	ClusterDomain string
 	// FS creates directories and files; nil means OSFS.
 	FS FS
 	// RandomID names a termination message file; nil means 8 random hex
@@ -256,6 +272,13 @@ func generateContainerConfig(ctx context.Context, pod *v1.Pod, c *v1.Container, 
 	if err != nil {
 		return nil, err
 	}
+	hosts, err := makeHostsMount(ctx, pod, c, podIPs, opts, etcHostsPath)
+	if err != nil {
+		return nil, err
+	}
+	if hosts != nil {
+		mounts = append(mounts, hosts)
+	}
 	if m := makeTerminationMessageMount(ctx, pod, c, opts); m != nil {
 		defer func() {
 			if retErr != nil {
@@ -299,8 +322,8 @@ func generateContainerConfig(ctx context.Context, pod *v1.Pod, c *v1.Container, 
 // are joined to the volume path and, when missing, created like the
 // kubelet's makeMounts does; propagation follows translateMountPropagation.
 //
-// Unlike the kubelet, no /etc/hosts file is managed and mounted: the
-// container sees the image's (or, on the host network, the node's).
+// The managed /etc/hosts is added by generateContainerConfig
+// (makeHostsMount), as the kubelet's makeMounts adds it.
 func makeMounts(ctx context.Context, pod *v1.Pod, c *v1.Container, envs []EnvVar, privileged bool, opts ContainerOptions) ([]*runtimeapi.Mount, error) {
 	field := containerFieldPath(pod, c.Name)
 	if len(c.VolumeDevices) > 0 {

@@ -28,6 +28,7 @@ type fakeFS struct {
 	files   map[string]os.FileMode
 	removed []string
 	failOn  string
+	data    map[string][]byte // WriteFile's contents
 }
 
 var _ FS = (*fakeFS)(nil)
@@ -59,6 +60,17 @@ func (f *fakeFS) CreateFile(path string, perm os.FileMode) error {
 		return os.ErrPermission
 	}
 	f.files[path] = perm
+	return nil
+}
+
+func (f *fakeFS) WriteFile(path string, data []byte, perm os.FileMode) error {
+	if err := f.CreateFile(path, perm); err != nil {
+		return err
+	}
+	if f.data == nil {
+		f.data = map[string][]byte{}
+	}
+	f.data[path] = data
 	return nil
 }
 
@@ -252,8 +264,11 @@ func TestGenerateContainerConfigMounts(t *testing.T) {
 		{ContainerPath: "/per-pod", HostPath: emptyDir + "/logs/web", Propagation: runtimeapi.MountPropagation_PROPAGATION_PRIVATE},
 		{ContainerPath: "/sub", HostPath: "/var/data/a/b", Propagation: runtimeapi.MountPropagation_PROPAGATION_PRIVATE},
 	}
-	if len(cfg.Mounts) != len(want)+1 { // plus the termination message
-		t.Fatalf("mounts = %v, want %d volume mounts and the termination message", cfg.Mounts, len(want))
+	if len(cfg.Mounts) != len(want)+2 { // plus /etc/hosts and the termination message
+		t.Fatalf("mounts = %v, want %d volume mounts, /etc/hosts and the termination message", cfg.Mounts, len(want))
+	}
+	if h := cfg.Mounts[len(want)]; h.ContainerPath != "/etc/hosts" || h.HostPath != "/pods/uid-1/etc-hosts" || h.Readonly {
+		t.Errorf("hosts mount = %v, want the pod's etc-hosts at /etc/hosts, writable", h)
 	}
 	for i, w := range want {
 		g := cfg.Mounts[i]
