@@ -35,6 +35,9 @@ type FS interface {
 	// CreateFile creates (or truncates) an empty file with exactly perm,
 	// whatever the umask.
 	CreateFile(path string, perm os.FileMode) error
+	// MountTmpfs mounts a tmpfs of sizeBytes (zero: tmpfs's default) at
+	// dir unless one is there already.
+	MountTmpfs(dir string, sizeBytes int64) error
 	// WriteFile writes data to path, created or truncated, with exactly
 	// perm whatever the umask.
 	WriteFile(path string, data []byte, perm os.FileMode) error
@@ -409,9 +412,10 @@ func volumeHostPath(ctx context.Context, pod *v1.Pod, name string, opts Containe
 			dir, err := setUpAtomicVolume(ctx, pod, vol, volField, opts)
 			return dir, true, err
 		case vol.EmptyDir != nil:
-			if m := vol.EmptyDir.Medium; m != v1.StorageMediumDefault {
-				return "", false, fmt.Errorf("%w: %s.emptyDir.medium: %q is not supported by splitlet (only the node's disk)",
-					errdefs.ErrNotImplemented, volField, m)
+			medium := vol.EmptyDir.Medium
+			if medium != v1.StorageMediumDefault && medium != v1.StorageMediumMemory {
+				return "", false, fmt.Errorf("%w: %s.emptyDir.medium: %q is not supported by splitlet (the node's disk or Memory)",
+					errdefs.ErrNotImplemented, volField, medium)
 			}
 			dir := filepath.Join(orDefault(opts.PodVolumesRoot, DefaultPodsDir), string(pod.UID),
 				"volumes", "kubernetes.io~empty-dir", vol.Name)
@@ -421,6 +425,11 @@ func volumeHostPath(ctx context.Context, pod *v1.Pod, name string, opts Containe
 			// container chose survives the next container's start.
 			if err := opts.fs().MkdirAllExact(dir, 0o777); err != nil {
 				return "", false, fmt.Errorf("create emptyDir %s: %w", dir, err)
+			}
+			if medium == v1.StorageMediumMemory {
+				if err := opts.fs().MountTmpfs(dir, emptyDirMemorySize(pod, vol, opts.allocatable())); err != nil {
+					return "", false, fmt.Errorf("%s.emptyDir: %w", volField, err)
+				}
 			}
 			return dir, false, nil
 		}

@@ -29,6 +29,7 @@ type fakeFS struct {
 	removed []string
 	failOn  string
 	data    map[string][]byte // WriteFile's contents
+	tmpfs   map[string]int64  // MountTmpfs's directories and sizes
 }
 
 var _ FS = (*fakeFS)(nil)
@@ -60,6 +61,14 @@ func (f *fakeFS) CreateFile(path string, perm os.FileMode) error {
 		return os.ErrPermission
 	}
 	f.files[path] = perm
+	return nil
+}
+
+func (f *fakeFS) MountTmpfs(dir string, sizeBytes int64) error {
+	if f.tmpfs == nil {
+		f.tmpfs = map[string]int64{}
+	}
+	f.tmpfs[dir] = sizeBytes
 	return nil
 }
 
@@ -317,9 +326,9 @@ func TestGenerateContainerConfigRejects(t *testing.T) {
 			wantIs: errdefs.ErrNotImplemented, wantField: "spec.containers[0].volumeMounts[1]: not implemented: spec.volumes[1].persistentVolumeClaim",
 		},
 		{
-			desc: "memory emptyDir",
+			desc: "hugepages emptyDir",
 			mutate: func(p *v1.Pod, c *v1.Container) {
-				p.Spec.Volumes = []v1.Volume{{Name: "m", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{Medium: v1.StorageMediumMemory}}}}
+				p.Spec.Volumes = []v1.Volume{{Name: "m", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{Medium: v1.StorageMediumHugePages}}}}
 				c.VolumeMounts = []v1.VolumeMount{{Name: "m", MountPath: "/m"}}
 			},
 			wantIs: errdefs.ErrNotImplemented, wantField: "spec.volumes[0].emptyDir.medium",

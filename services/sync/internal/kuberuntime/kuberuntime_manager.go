@@ -463,6 +463,11 @@ func (m *Manager) RemovePod(ctx context.Context, uid types.UID) error {
 		}
 	}
 	for _, d := range dirs {
+		// A memory-backed emptyDir is a tmpfs under the pod's directory.
+		if err := unmountUnder(d); err != nil {
+			all = append(all, fmt.Errorf("unmount pod volumes: %w", err))
+			continue
+		}
 		if err := os.RemoveAll(d); err != nil {
 			all = append(all, fmt.Errorf("remove pod directory: %w", err))
 		}

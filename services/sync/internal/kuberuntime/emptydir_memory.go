@@ -1,0 +1,136 @@
+package kuberuntime
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+
+	"golang.org/x/sys/unix"
+	v1 "k8s.io/api/core/v1"
+)
+
+// emptyDirMemorySize is the size of a memory-backed emptyDir's tmpfs: the
+// node's allocatable memory, or the pod's memory limit when every
+// container has one and it is smaller, or the volume's sizeLimit when that
+// is smaller still; zero when none is known (tmpfs's default). Matches the
+// kubelet's calculateEmptyDirMemorySize (SizeMemoryBackedVolumes, GA).
+func emptyDirMemorySize(pod *v1.Pod, vol *v1.Volume, allocatable v1.ResourceList) int64 {
+	var size int64
+	if m, ok := allocatable[v1.ResourceMemory]; ok {
+		size = m.Value()
+	}
+	if limit := podMemoryLimit(pod); limit > 0 && (size == 0 || limit <= size) {
+		size = limit
+	}
+	if sl := vol.EmptyDir.SizeLimit; sl != nil && sl.Value() > 0 && (size == 0 || sl.Value() <= size) {
+		size = sl.Value()
+	}
+	return size
+}
+
+// podMemoryLimit is the pod's memory limit as its cgroup gets it (the
+// kubelet's ResourceConfigForPod): the regular and sidecar containers'
+// limits summed, or an init container's when larger; zero when a
+// container has none.
+func podMemoryLimit(pod *v1.Pod) int64 {
+	limit := func(c *v1.Container) (int64, bool) {
+		q, ok := c.Resources.Limits[v1.ResourceMemory]
+		return q.Value(), ok && !q.IsZero()
+	}
+	var sum, initMax int64
+	for i := range pod.Spec.Containers {
+		l, ok := limit(&pod.Spec.Containers[i])
+		if !ok {
+			return 0
+		}
+		sum += l
+	}
+	for i := range pod.Spec.InitContainers {
+		c := &pod.Spec.InitContainers[i]
+		l, ok := limit(c)
+		if !ok {
+			return 0
+		}
+		if isSidecar(pod, c) {
+			sum += l
+		} else {
+			initMax = max(initMax, l)
+		}
+	}
+	return max(sum, initMax)
+}
+
+// MountTmpfs implements FS: dir gets a tmpfs of sizeBytes (zero: tmpfs's
+// default) unless one is mounted there already, so that setting up the
+// volume again for the next container changes nothing. Matches the
+// kubelet's emptyDir setupTmpfs.
+func (OSFS) MountTmpfs(dir string, sizeBytes int64) error {
+	mounted, err := isMountPoint(dir)
+	if err != nil {
+		return err
+	}
+	if mounted {
+		return nil
+	}
+	var opts string
+	if sizeBytes > 0 {
+		opts = "size=" + strconv.FormatInt(sizeBytes, 10)
+	}
+	if err := unix.Mount("tmpfs", dir, "tmpfs", 0, opts); err != nil {
+		return fmt.Errorf("mount tmpfs at %s: %w", dir, err)
+	}
+	return nil
+}
+
+// isMountPoint reports whether dir is on another device than its parent.
+func isMountPoint(dir string) (bool, error) {
+	var st, parent unix.Stat_t
+	if err := unix.Stat(dir, &st); err != nil {
+		return false, err
+	}
+	if err := unix.Stat(filepath.Dir(dir), &parent); err != nil {
+		return false, err
+	}
+	return st.Dev != parent.Dev, nil
+}
+
+// unmountUnder unmounts every mount at or below dir, deepest first (a
+// memory-backed emptyDir's tmpfs), so that the pod's directory can be
+// removed. The kubelet's emptyDir TearDownAt unmounts each volume.
+func unmountUnder(dir string) error {
+	f, err := os.Open("/proc/self/mountinfo")
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	prefix := filepath.Clean(dir) + "/"
+	var points []string
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		if len(fields) < 5 {
+			continue
+		}
+		// Field 5 is the mount point, with spaces as \040.
+		p := strings.ReplaceAll(fields[4], `\040`, " ")
+		if p+"/" == prefix || strings.HasPrefix(p, prefix) {
+			points = append(points, p)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return err
+	}
+	slices.SortFunc(points, func(a, b string) int { return len(b) - len(a) })
+	var errs []error
+	for _, p := range points {
+		if err := unix.Unmount(p, unix.MNT_DETACH); err != nil && !errors.Is(err, unix.EINVAL) && !errors.Is(err, unix.ENOENT) {
+			errs = append(errs, fmt.Errorf("unmount %s: %w", p, err))
+		}
+	}
+	return errors.Join(errs...)
+}
