@@ -12,8 +12,8 @@
 #                              user-defined-in-image (1000) in group
 #                              group-defined-in-image (50000), and busybox's
 #                              applets for sh, cat, nc, wget; /usr/bin/curl
-#                              is busybox wget printing the body (the
-#                              hook specs' `curl URL`), /bin/bash is busybox
+#                              is busybox wget printing the body (the specs'
+#                              `curl [-g -q -s] URL`), /bin/bash is busybox
 #                              ash (the specs' scripts are POSIX with
 #                              `trap`); ENTRYPOINT /agnhost,
 #                              CMD pause, as its Dockerfile
@@ -57,7 +57,19 @@ nobody:x:65534:
 user-defined-in-image:x:1000:
 group-defined-in-image:x:50000:user-defined-in-image
 GROUP
-printf '#!/bin/sh\n# curl URL, as the e2e hook specs call it: busybox wget printing the body.\nexec wget -q -O - "$@"\n' >"$out/curl"
+cat >"$out/curl" <<'CURL'
+#!/bin/sh
+# curl [-g -q -s ...] URL, as the e2e specs call it (hooks, DialFromContainer):
+# busybox wget printing the body. Flags change nothing here and are dropped.
+url=
+for a in "$@"; do
+  case $a in
+  -*) ;;
+  *) url=$a ;;
+  esac
+done
+exec wget -q -O - "$url"
+CURL
 printf '#!/bin/sh\n# bash -c SCRIPT, as the e2e specs call it: busybox ash.\nexec /bin/ash "$@"\n' >"$out/bash"
 chmod 0755 "$out/curl" "$out/bash"
 "$mkimage" -ref "$e2e/agnhost:2.63.0" -ref "$e2e/agnhost:2.55" -busybox "$busybox" \
