@@ -20,6 +20,7 @@ import (
 
 	"github.com/splitlet/splitlet/internal/qos"
 	"github.com/splitlet/splitlet/services/sync/internal/defaults"
+	"github.com/splitlet/splitlet/services/sync/internal/volume"
 )
 
 // FS is the part of the node's filesystem that generateContainerConfig
@@ -35,6 +36,9 @@ type FS interface {
 	// CreateFile creates (or truncates) an empty file with exactly perm,
 	// whatever the umask.
 	CreateFile(path string, perm os.FileMode) error
+	// SetVolumeOwnership gives a writable volume the pod's fsGroup
+	// (volume.SetWritableVolumeOwnership).
+	SetVolumeOwnership(dir string, fsGroup int64) error
 	// MountTmpfs mounts a tmpfs of sizeBytes (zero: tmpfs's default) at
 	// dir unless one is there already.
 	MountTmpfs(dir string, sizeBytes int64) error
@@ -43,6 +47,11 @@ type FS interface {
 	WriteFile(path string, data []byte, perm os.FileMode) error
 	// Remove deletes a file; a missing one is not an error.
 	Remove(path string) error
+}
+
+// SetVolumeOwnership implements FS with volume.SetWritableVolumeOwnership.
+func (OSFS) SetVolumeOwnership(dir string, fsGroup int64) error {
+	return volume.SetWritableVolumeOwnership(dir, fsGroup)
 }
 
 // WriteFile implements FS with os.WriteFile and a chmod, as the kubelet's
@@ -429,6 +438,12 @@ func volumeHostPath(ctx context.Context, pod *v1.Pod, name string, opts Containe
 			if medium == v1.StorageMediumMemory {
 				if err := opts.fs().MountTmpfs(dir, emptyDirMemorySize(pod, vol, opts.allocatable())); err != nil {
 					return "", false, fmt.Errorf("%s.emptyDir: %w", volField, err)
+				}
+			}
+			// The kubelet's emptyDir SetUpAt ends with SetVolumeOwnership.
+			if g := fsGroup(pod); g != nil {
+				if err := opts.fs().SetVolumeOwnership(dir, *g); err != nil {
+					return "", false, fmt.Errorf("%s.emptyDir: fsGroup: %w", volField, err)
 				}
 			}
 			return dir, false, nil

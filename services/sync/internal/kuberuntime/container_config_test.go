@@ -30,6 +30,7 @@ type fakeFS struct {
 	failOn  string
 	data    map[string][]byte // WriteFile's contents
 	tmpfs   map[string]int64  // MountTmpfs's directories and sizes
+	owned   map[string]int64  // SetVolumeOwnership's directories and groups
 }
 
 var _ FS = (*fakeFS)(nil)
@@ -61,6 +62,14 @@ func (f *fakeFS) CreateFile(path string, perm os.FileMode) error {
 		return os.ErrPermission
 	}
 	f.files[path] = perm
+	return nil
+}
+
+func (f *fakeFS) SetVolumeOwnership(dir string, fsGroup int64) error {
+	if f.owned == nil {
+		f.owned = map[string]int64{}
+	}
+	f.owned[dir] = fsGroup
 	return nil
 }
 

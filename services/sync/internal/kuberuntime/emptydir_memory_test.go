@@ -53,6 +53,8 @@ func TestGenerateContainerConfigMemoryEmptyDir(t *testing.T) {
 	pod := makeTestPod()
 	q := resource.MustParse("8Mi")
 	pod.Spec.Volumes = []v1.Volume{{Name: "m", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{Medium: v1.StorageMediumMemory, SizeLimit: &q}}}}
+	gid := int64(123)
+	pod.Spec.SecurityContext = &v1.PodSecurityContext{FSGroup: &gid}
 	c := &pod.Spec.Containers[0]
 	c.VolumeMounts = []v1.VolumeMount{{Name: "m", MountPath: "/m"}}
 	fs := newFakeFS()
@@ -63,6 +65,11 @@ func TestGenerateContainerConfigMemoryEmptyDir(t *testing.T) {
 	}
 	if size, ok := fs.tmpfs[dir]; !ok || size != 8<<20 {
 		t.Errorf("tmpfs %v, want %s with size 8Mi", fs.tmpfs, dir)
+	}
+	// New files get the fsGroup (the kubelet's emptyDir SetUpAt ends with
+	// SetVolumeOwnership).
+	if fs.owned[dir] != gid {
+		t.Errorf("ownership %v, want %s given group %d", fs.owned, dir, gid)
 	}
 }
 

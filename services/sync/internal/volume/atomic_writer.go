@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -303,6 +304,25 @@ func (w *AtomicWriter) removeUserVisiblePaths(paths []string) error {
 // changeFilePermission for a read-only volume, which configMap, secret,
 // downwardAPI and projected volumes are.
 func SetVolumeOwnership(dir string, fsGroup int64) error {
+	return setOwnership(dir, fsGroup, 0o440)
+}
+
+// SetWritableVolumeOwnership is SetVolumeOwnership for a writable volume
+// (an emptyDir): the group may also write (the kubelet's rwMask), so new
+// files a container of the pod makes inherit the group through the setgid
+// directories. A volume whose root already has the group and the setgid
+// bit is left alone, as the kubelet's fsGroupChangePolicy OnRootMismatch
+// does, so files containers made keep their modes on the next start.
+func SetWritableVolumeOwnership(dir string, fsGroup int64) error {
+	if fi, err := os.Stat(dir); err == nil {
+		if st, ok := fi.Sys().(*syscall.Stat_t); ok && int64(st.Gid) == fsGroup && fi.Mode()&os.ModeSetgid != 0 {
+			return nil
+		}
+	}
+	return setOwnership(dir, fsGroup, 0o660)
+}
+
+func setOwnership(dir string, fsGroup int64, fileMask os.FileMode) error {
 	return filepath.Walk(dir, func(p string, info os.FileInfo, err error) error {
 		if err != nil {
 			return err
@@ -313,7 +333,7 @@ func SetVolumeOwnership(dir string, fsGroup int64) error {
 		if info.Mode()&os.ModeSymlink != 0 {
 			return nil
 		}
-		mask := os.FileMode(0o440)
+		mask := fileMask
 		if info.IsDir() {
 			mask |= os.ModeSetgid | 0o110
 		}

@@ -241,3 +241,41 @@ func TestSetVolumeOwnership(t *testing.T) {
 		}
 	}
 }
+
+// An emptyDir under an fsGroup: group-writable, setgid directories, and left
+// alone once its root has the group and setgid (OnRootMismatch).
+func TestSetWritableVolumeOwnership(t *testing.T) {
+	dir := t.TempDir()
+	gid := int64(os.Getgid())
+	if err := os.MkdirAll(filepath.Join(dir, "sub"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "sub", "f"), []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := SetWritableVolumeOwnership(dir, gid); err != nil {
+		t.Fatal(err)
+	}
+	for path, want := range map[string]os.FileMode{"sub/f": 0o660, "sub": os.ModeDir | os.ModeSetgid | 0o770} {
+		fi, err := os.Stat(filepath.Join(dir, path))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fi.Mode() != want {
+			t.Errorf("%s: mode %v, want %v", path, fi.Mode(), want)
+		}
+	}
+	// A file a container made 0600 afterwards keeps its mode.
+	if err := os.WriteFile(filepath.Join(dir, "mine"), []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(filepath.Join(dir, "mine"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := SetWritableVolumeOwnership(dir, gid); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Stat(filepath.Join(dir, "mine")); err != nil || fi.Mode() != 0o600 {
+		t.Errorf("a container's file changed on the second setup: %v, %v", fi.Mode(), err)
+	}
+}
