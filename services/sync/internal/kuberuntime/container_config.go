@@ -372,7 +372,14 @@ func makeMounts(ctx context.Context, pod *v1.Pod, c *v1.Container, envs []EnvVar
 				exists = err == nil
 			}
 			if !exists {
-				if err := fs.MkdirAll(hostPath, 0o750); err != nil {
+				// With the volume root's mode, as the kubelet's makeMounts
+				// (GetMode, SafeMakeDir); under an fsGroup's setgid root
+				// it inherits the group too.
+				perm := os.FileMode(0o750)
+				if fi, err := os.Stat(volPath); err == nil {
+					perm = fi.Mode().Perm()
+				}
+				if err := fs.MkdirAllExact(hostPath, perm); err != nil {
 					return nil, fmt.Errorf("%s: create subPath %s: %w", mountField, hostPath, err)
 				}
 			}

@@ -108,3 +108,28 @@ func TestMountTmpfsAndUnmount(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// A missing subPath is created with the volume root's mode (the kubelet's
+// makeMounts: GetMode, then SafeMakeDir), so a subPath of a 0777 emptyDir
+// is 0777 too, whatever sync's umask.
+func TestSubPathTakesTheVolumesMode(t *testing.T) {
+	root := t.TempDir()
+	pod := makeTestPod()
+	pod.Spec.Volumes = []v1.Volume{{Name: "scratch", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{}}}}
+	c := &pod.Spec.Containers[0]
+	c.VolumeMounts = []v1.VolumeMount{{Name: "scratch", MountPath: "/sub", SubPath: "a/b"}}
+	var err error
+	withUmask(t, 0o077, func() {
+		_, err = makeMounts(t.Context(), pod, c, nil, false, ContainerOptions{PodVolumesRoot: root, FS: OSFS{}})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fi, err := os.Stat(filepath.Join(root, string(pod.UID), "volumes", "kubernetes.io~empty-dir", "scratch", "a", "b"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi.Mode().Perm() != 0o777 {
+		t.Errorf("subPath mode %v, want the volume's 0777", fi.Mode().Perm())
+	}
+}
