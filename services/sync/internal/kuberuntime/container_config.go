@@ -377,7 +377,7 @@ func makeMounts(ctx context.Context, pod *v1.Pod, c *v1.Container, envs []EnvVar
 				// it inherits the group too.
 				perm := os.FileMode(0o750)
 				if fi, err := os.Stat(volPath); err == nil {
-					perm = fi.Mode().Perm()
+					perm = fi.Mode() & (os.ModePerm | os.ModeSetgid | os.ModeSticky)
 				}
 				if err := fs.MkdirAllExact(hostPath, perm); err != nil {
 					return nil, fmt.Errorf("%s: create subPath %s: %w", mountField, hostPath, err)
