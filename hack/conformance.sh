@@ -47,8 +47,10 @@ source "$root/hack/lib/containerd.sh"
 # shellcheck source-path=SCRIPTDIR source=lib/kube.sh
 source "$root/hack/lib/kube.sh"
 
-# The CI subset: the spec families the issue names, NodeConformance only.
-ci_focus='(\[sig-node\] (Pods |InitContainer|Probing container|Container Lifecycle Hook|Downward API )|\[sig-storage\] (ConfigMap|Secrets|Downward API volume|Projected )).*\[NodeConformance\]'
+# The CI subset: the spec families the issue names (pods, init containers,
+# probes, hooks, configMap/secret/downward API volumes) plus the container
+# runtime, emptyDir and managed /etc/hosts specs; NodeConformance only.
+ci_focus='(\[sig-node\] (Pods |InitContainer|Probing container|Container Lifecycle Hook|Downward API |Container Runtime |KubeletManagedEtcHosts)|\[sig-storage\] (ConfigMap|Secrets|Downward API volume|Projected |EmptyDir )).*\[NodeConformance\]'
 full_focus='\[NodeConformance\]'
 base_skip='\[Serial\]|\[Disruptive\]|\[Flaky\]|\[Slow\]'
 
