@@ -87,8 +87,8 @@ func TestKubeletNode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	crt, key := filepath.Join(dir, "kubelet.crt"), filepath.Join(dir, "kubelet.key")
-	if err := issueServingCert(c.CAFile, filepath.Join(filepath.Dir(c.CAFile), "ca.key"), nodeName, net.ParseIP(nodeIP), crt, key); err != nil {
+	crt, key, err := c.NodeServingCert(nodeName, []net.IP{net.ParseIP(nodeIP)})
+	if err != nil {
 		t.Fatal(err)
 	}
 	began = time.Now()
