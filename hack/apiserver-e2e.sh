@@ -50,17 +50,9 @@ if [ "${1:-}" = inner ]; then
   exit
 fi
 
-workdir=$(mktemp -d /tmp/splitlet-api.XXXXXX)
-cleanup() {
-  local rc=$?
-  set +e
-  [ "$rc" -eq 0 ] || log "FAILED (exit $rc)"
-  if [ "${SPLITLET_E2E_KEEP:-}" = 1 ]; then log "kept $workdir"; else rm -rf "$workdir"; fi
-  exit "$rc"
-}
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
+# shellcheck source-path=SCRIPTDIR source=lib/workdir.sh
+source "$root/hack/lib/workdir.sh"
+e2e_workdir splitlet-api
 
 start=$SECONDS
 kube_build kube-apiserver kubectl
