@@ -2,7 +2,8 @@
 # splitlet against a real etcd + kube-apiserver: `make apiserver-e2e` runs this.
 #
 # Outside any namespace it builds what the test needs: kube-apiserver and
-# kubectl (hack/lib/kube.sh, cached in $SPLITLET_CACHE), Debian's etcd-server,
+# kubectl (hack/lib/kube.sh, cached in $SPLITLET_CACHE), the distribution
+# registry (hack/lib/registry.sh, cached too), Debian's etcd-server,
 # containerd, runc and busybox-static, the test images (hack/images.sh),
 # splitlet's binaries and the test binary (services/sync/test/apiserver).
 # As root it then re-runs itself in a new network namespace (unshare --net),
@@ -24,6 +25,8 @@ busybox_image=docker.io/library/busybox:1.36
 source "$root/hack/lib/containerd.sh"
 # shellcheck source-path=SCRIPTDIR source=lib/kube.sh
 source "$root/hack/lib/kube.sh"
+# shellcheck source-path=SCRIPTDIR source=lib/registry.sh
+source "$root/hack/lib/registry.sh"
 
 # run_tests starts the API server (and, given a work directory, containerd)
 # and runs the test binary; everything stops on return.
@@ -37,6 +40,7 @@ run_tests() {
     containerd_start "$workdir/ctrd" >/dev/null
     containerd_import "$workdir/images/pause.tar" "$workdir/images/busybox.tar" 2>/dev/null
     export SPLITLET_CONTAINERD_ENDPOINT=unix://$CONTAINERD_SOCK SPLITLET_BUSYBOX_IMAGE=$busybox_image
+    export SPLITLET_REGISTRY_BIN=$REGISTRY_BIN
   fi
   # shellcheck disable=SC2086 # E2E_GO_TEST_FLAGS is a list of flags.
   (cd "$root/services/sync/test/apiserver" &&
@@ -65,6 +69,7 @@ if [ "$(id -u)" -ne 0 ]; then
   run_tests "$workdir" 0
 else
   containerd_install
+  registry_build
   "$root/hack/images.sh" "$workdir/images" >/dev/null
   log "prepared in $((SECONDS - start)) s; running the test in a new network namespace"
   unshare --net -- "$0" inner "$workdir"

@@ -47,6 +47,7 @@ import (
 	"github.com/splitlet/splitlet/services/sync/internal/kuberuntime"
 	"github.com/splitlet/splitlet/services/sync/internal/podmanager"
 	"github.com/splitlet/splitlet/services/sync/internal/prober"
+	"github.com/splitlet/splitlet/services/sync/internal/pullcreds"
 	"github.com/splitlet/splitlet/services/sync/internal/server"
 	"github.com/splitlet/splitlet/services/sync/internal/source"
 	"github.com/splitlet/splitlet/services/sync/internal/statuskeep"
@@ -119,6 +120,13 @@ func Run(ctx context.Context, cfg config.Config) error {
 	recorder := events.New(ctx, events.Options{NodeName: cfg.NodeName})
 	curve := backoff.Config{Initial: cfg.BackOffBase, Max: cfg.BackOffMax}
 	podsDir := filepath.Join(cfg.StateDir, "pods")
+	// Which credentials pulled each image, so that a pod without them
+	// cannot use one (KubeletEnsureSecretPulledImages). Unreadable
+	// records are not fatal: every present image is then verified.
+	pullRecords, err := pullcreds.OpenRecords(filepath.Join(cfg.StateDir, "image-pulls.json"))
+	if err != nil {
+		log.Error("image pull records are unreadable", zap.Error(err))
+	}
 	runtimeManager := kuberuntime.NewManager(rt, images, kuberuntime.ManagerOptions{
 		Sandbox: kuberuntime.SandboxOptions{PodLogsRoot: cfg.PodLogsRoot, NodeIPs: cfg.NodeIPs, ClusterDNS: cfg.ClusterDNS, ClusterDomain: cfg.ClusterDomain},
 		Container: kuberuntime.ContainerOptions{
@@ -129,9 +137,10 @@ func Run(ctx context.Context, cfg config.Config) error {
 			ClusterDomain:         cfg.ClusterDomain,
 			MachineMemoryCapacity: machineMemory(),
 		},
-		CrashLoop: backoff.New(curve, nil),
-		ImagePull: backoff.New(curve, nil),
-		Recorder:  recorder,
+		CrashLoop:   backoff.New(curve, nil),
+		ImagePull:   backoff.New(curve, nil),
+		PullRecords: pullRecords,
+		Recorder:    recorder,
 	})
 
 	// The API source reports the stored pods at once; the sync loop reads

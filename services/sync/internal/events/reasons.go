@@ -39,6 +39,9 @@ const (
 	FailedToInspectImage    = "InspectFailed"
 	ErrImageNeverPullPolicy = "ErrImageNeverPull"
 	BackOffPullImage        = "BackOff"
+	// FailedToRetrieveImagePullSecret: a Secret of the pod's
+	// imagePullSecrets could not be read.
+	FailedToRetrieveImagePullSecret = "FailedToRetrieveImagePullSecret"
 )
 
 // Node-level reasons the kubelet records; splitlet records them against pods

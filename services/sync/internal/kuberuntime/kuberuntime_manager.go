@@ -23,6 +23,7 @@ import (
 	"github.com/splitlet/splitlet/services/sync/internal/events"
 	"github.com/splitlet/splitlet/services/sync/internal/lifecycle"
 	"github.com/splitlet/splitlet/services/sync/internal/prober/probe"
+	"github.com/splitlet/splitlet/services/sync/internal/pullcreds"
 )
 
 // minimumGracePeriodInSeconds is the shortest stop timeout sent to the
@@ -51,6 +52,9 @@ type ManagerOptions struct {
 	CrashLoop *backoff.Backoff
 	// ImagePull is the image pull back-off table; nil makes one.
 	ImagePull *backoff.Backoff
+	// PullRecords remember which credentials pulled each image (see
+	// ensureImageExists); nil keeps them in memory only.
+	PullRecords *pullcreds.Records
 	// Recorder records the kubelet's pod events (Pulling, Created, Started,
 	// Killing, BackOff, ...); nil records nothing.
 	Recorder events.EventRecorder
@@ -74,6 +78,7 @@ type Manager struct {
 	opts    ManagerOptions
 
 	hooks *lifecycle.HandlerRunner
+	pulls *pullcreds.Records
 
 	mu sync.Mutex
 	// runtimeName is the runtime's name once a Version call told it.
@@ -103,10 +108,13 @@ func NewManager(rt runtimeapi.RuntimeServiceClient, img runtimeapi.ImageServiceC
 	if opts.Recorder == nil {
 		opts.Recorder = noRecorder{}
 	}
+	if opts.PullRecords == nil {
+		opts.PullRecords, _ = pullcreds.OpenRecords("")
+	}
 	if opts.Sandbox.resolv == nil {
 		opts.Sandbox.resolv = &resolvConfCache{}
 	}
-	m := &Manager{runtime: rt, images: img, opts: opts, waiting: map[types.UID]map[string]WaitingReason{}}
+	m := &Manager{runtime: rt, images: img, opts: opts, pulls: opts.PullRecords, waiting: map[types.UID]map[string]WaitingReason{}}
 	m.hooks = lifecycle.NewHandlerRunner(lifecycle.Options{Execer: m, PodStatus: m, Recorder: opts.Recorder})
 	return m
 }

@@ -8,16 +8,20 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
+	"sync"
 	"time"
 
 	"go.uber.org/zap"
 	v1 "k8s.io/api/core/v1"
+	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/splitlet/splitlet/services/sync/internal/backoff"
 	"github.com/splitlet/splitlet/services/sync/internal/container"
 	"github.com/splitlet/splitlet/services/sync/internal/events"
 	"github.com/splitlet/splitlet/services/sync/internal/lifecycle"
+	"github.com/splitlet/splitlet/services/sync/internal/pullcreds"
 )
 
 // Waiting reasons SyncPod records when a container cannot be started, as the
@@ -322,7 +326,11 @@ func (m *Manager) startContainer(ctx context.Context, pod *v1.Pod, podStatus *co
 // present, the image as ImageStatus described it (nil after a pull).
 // Matches the kubelet's imageManager.EnsureImageExists: Never needs the
 // image present, IfNotPresent pulls only when absent, Always pulls every
-// time.
+// time; and, as KubeletEnsureSecretPulledImages (on by default) has it, an
+// image present because sync pulled it with a Secret's login counts as
+// present only for pods that offer that login (pullcreds.Records.MustPull):
+// others pull it again with their own credentials, or, under Never, see it
+// as absent.
 func (m *Manager) ensureImageExists(ctx context.Context, pod *v1.Pod, spec *v1.Container, sbConfig *runtimeapi.PodSandboxConfig) (string, *runtimeapi.Image, error) {
 	image := &runtimeapi.ImageSpec{Image: spec.Image}
 	var present *runtimeapi.Image
@@ -335,11 +343,20 @@ func (m *Manager) ensureImageExists(ctx context.Context, pod *v1.Pod, spec *v1.C
 		present = resp.GetImage()
 	}
 	rec := m.opts.Recorder
+	credentials := sync.OnceValues(func() ([]pullcreds.Credential, error) { return m.pullCredentials(ctx, pod, spec.Image) })
 	if present.GetId() != "" {
-		rec.EventfContainer(pod, spec.Name, v1.EventTypeNormal, events.PulledImage, "Container image %q already present on machine", spec.Image)
-		return present.GetId(), present, nil
+		mustPull, err := m.pulls.MustPull(spec.Image, present.GetId(), credentials)
+		if err != nil {
+			loggerFrom(ctx).Warn("cannot check the pod's credentials for a present image: pulling it", zap.String("image", spec.Image), zap.Error(err))
+		}
+		if !mustPull {
+			rec.EventfContainer(pod, spec.Name, v1.EventTypeNormal, events.PulledImage, "Container image %q already present on machine and can be accessed by the pod", spec.Image)
+			return present.GetId(), present, nil
+		}
 	}
 	if spec.ImagePullPolicy == v1.PullNever {
+		// Present but not the pod's to use reads as absent, so that the
+		// image's presence is not revealed.
 		msg := fmt.Sprintf("Container image %q is not present with pull policy of Never", spec.Image)
 		m.setWaiting(pod.UID, spec.Name, &WaitingReason{Reason: ReasonErrImageNeverPull, Message: msg})
 		rec.EventfContainer(pod, spec.Name, v1.EventTypeWarning, events.ErrImageNeverPullPolicy, "%s", msg)
@@ -352,7 +369,7 @@ func (m *Manager) ensureImageExists(ctx context.Context, pod *v1.Pod, spec *v1.C
 	}
 	rec.EventfContainer(pod, spec.Name, v1.EventTypeNormal, events.PullingImage, "Pulling image %q", spec.Image)
 	start := time.Now()
-	resp, err := m.images.PullImage(ctx, &runtimeapi.PullImageRequest{Image: image, SandboxConfig: sbConfig})
+	ref, err := m.pullImage(ctx, image, sbConfig, credentials)
 	if err != nil {
 		msg, reason := m.opts.ImagePull.ImagePullFailed(pod.UID, spec.Image, err)
 		m.setWaiting(pod.UID, spec.Name, &WaitingReason{Reason: reason.Error(), Message: msg})
@@ -360,7 +377,85 @@ func (m *Manager) ensureImageExists(ctx context.Context, pod *v1.Pod, spec *v1.C
 		return "", nil, fmt.Errorf("%w: %s", backoff.ErrImagePull, msg)
 	}
 	rec.EventfContainer(pod, spec.Name, v1.EventTypeNormal, events.PulledImage, "Successfully pulled image %q in %s", spec.Image, time.Since(start).Round(time.Millisecond))
-	return resp.GetImageRef(), nil, nil
+	return ref, nil, nil
+}
+
+// pullImage pulls image, recording the pull for later pods' access checks.
+// Without credentials it pulls anonymously; otherwise it tries each in
+// turn and returns at the first success, or every failure (the kubelet's
+// kubeGenericRuntimeManager.PullImage).
+func (m *Manager) pullImage(ctx context.Context, image *runtimeapi.ImageSpec, sbConfig *runtimeapi.PodSandboxConfig, credentials func() ([]pullcreds.Credential, error)) (string, error) {
+	creds, err := credentials()
+	if err != nil {
+		return "", err
+	}
+	if err := m.pulls.StartPull(image.Image); err != nil {
+		return "", fmt.Errorf("record the pull of %q: %w", image.Image, err)
+	}
+	var ref string
+	var used *pullcreds.Credential
+	defer func() {
+		if err := m.pulls.EndPull(image.Image, ref, used); err != nil {
+			loggerFrom(ctx).Warn("cannot record an image pull", zap.String("image", image.Image), zap.Error(err))
+		}
+	}()
+	if len(creds) == 0 {
+		resp, err := m.images.PullImage(ctx, &runtimeapi.PullImageRequest{Image: image, SandboxConfig: sbConfig})
+		if err != nil {
+			return "", err
+		}
+		ref = resp.GetImageRef()
+		return ref, nil
+	}
+	var errs []error
+	for i := range creds {
+		resp, err := m.images.PullImage(ctx, &runtimeapi.PullImageRequest{Image: image, Auth: creds[i].Auth, SandboxConfig: sbConfig})
+		if err == nil {
+			ref, used = resp.GetImageRef(), &creds[i]
+			return ref, nil
+		}
+		errs = append(errs, err)
+	}
+	return "", utilerrors.NewAggregate(errs)
+}
+
+// pullCredentials returns the logins the pod's imagePullSecrets hold for
+// image, in the order to try them. A Secret that cannot be read is skipped
+// with the kubelet's FailedToRetrieveImagePullSecret event
+// (getPullSecretsForPod); without an API server no Secret can be read
+// (validation refuses such pods at apply).
+func (m *Manager) pullCredentials(ctx context.Context, pod *v1.Pod, image string) ([]pullcreds.Credential, error) {
+	if len(pod.Spec.ImagePullSecrets) == 0 {
+		return nil, nil
+	}
+	objects := m.opts.Container.Objects
+	var secrets []*v1.Secret
+	var missing []string
+	for _, ref := range pod.Spec.ImagePullSecrets {
+		if ref.Name == "" {
+			continue
+		}
+		if objects == nil {
+			missing = append(missing, ref.Name)
+			continue
+		}
+		s, err := objects.GetSecret(ctx, pod.Namespace, ref.Name)
+		if err != nil {
+			loggerFrom(ctx).Info("cannot read a pull secret; the image pull may not succeed", zap.String("secret", ref.Name), zap.Error(err))
+			missing = append(missing, ref.Name)
+			continue
+		}
+		secrets = append(secrets, s)
+	}
+	if len(missing) > 0 {
+		m.opts.Recorder.Eventf(pod, v1.EventTypeWarning, events.FailedToRetrieveImagePullSecret,
+			"Unable to retrieve some image pull secrets (%s); attempting to pull the image may not succeed.", strings.Join(missing, ", "))
+	}
+	keyring, err := pullcreds.FromSecrets(secrets)
+	if err != nil {
+		return nil, err
+	}
+	return keyring.Lookup(image), nil
 }
 
 // restartCountFromLogDir returns one more than the highest "<n>.log" in dir,

@@ -1,6 +1,8 @@
 package validation
 
 import (
+	"fmt"
+
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
@@ -10,7 +12,8 @@ const noAPIServer = "needs an API server to read it from: splitlet-sync runs wit
 
 // ValidateNoAPIObjects returns an error for every reference of pod to an
 // object only an API server holds — configMaps and secrets in volumes
-// (also projected), env and envFrom, and projected service-account tokens —
+// (also projected), env and envFrom, image pull secrets and projected
+// service-account tokens —
 // each naming its field. Sync applies it where no API server is configured,
 // so such a pod is rejected before anything starts instead of failing at
 // container start. Optional references are refused too: without an API
@@ -38,6 +41,9 @@ func ValidateNoAPIObjects(pod *v1.Pod) field.ErrorList {
 				}
 			}
 		}
+	}
+	for i, ref := range pod.Spec.ImagePullSecrets {
+		errs = append(errs, field.Forbidden(spec.Child("imagePullSecrets").Index(i), fmt.Sprintf("secret %q %s", ref.Name, noAPIServer)))
 	}
 	for _, group := range []struct {
 		name       string

@@ -27,6 +27,8 @@ func TestValidateNoAPIObjects(t *testing.T) {
 		{desc: "optional secretKeyRef in an init container", field: "spec.initContainers[0].env[0].valueFrom.secretKeyRef", pod: v1.PodSpec{
 			InitContainers: []v1.Container{{Name: "i", Env: []v1.EnvVar{{Name: "P", ValueFrom: &v1.EnvVarSource{
 				SecretKeyRef: &v1.SecretKeySelector{Key: "k", Optional: &optional}}}}}}}},
+		{desc: "image pull secret", field: "spec.imagePullSecrets[0]", pod: v1.PodSpec{
+			ImagePullSecrets: []v1.LocalObjectReference{{Name: "registry"}}}},
 		{desc: "envFrom configMapRef", field: "spec.containers[0].envFrom[0].configMapRef", pod: v1.PodSpec{
 			Containers: []v1.Container{{Name: "c", EnvFrom: []v1.EnvFromSource{{ConfigMapRef: &v1.ConfigMapEnvSource{}}}}}}},
 	} {
