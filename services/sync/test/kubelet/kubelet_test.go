@@ -38,8 +38,8 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/splitlet/splitlet/internal/cluster"
-	"github.com/splitlet/splitlet/internal/stack"
 	"github.com/splitlet/splitlet/internal/kubeletnode"
+	"github.com/splitlet/splitlet/internal/stack"
 )
 
 const (
