@@ -56,8 +56,9 @@ check-generate: generate ## Fail when regenerating changes or adds tracked files
 	fi
 	@echo "generated code is up to date"
 
-lint: ## buf lint and go vet over every module.
+lint: ## buf lint, gofmt and go vet over every module.
 	buf lint
+	@unformatted=$$(gofmt -l $(MODULES)); if [ -n "$$unformatted" ]; then echo "not gofmt-ed:"; echo "$$unformatted"; exit 1; fi
 	for m in $(MODULES); do (cd $$m && go vet ./...); done
 
 test: ## Every test that needs no root and no runtime, under the race detector.
