@@ -36,6 +36,10 @@ func main() {
 	flag.StringVar(&cfg.BinDir, "bin", "bin", "directory holding splitlet-gateway, splitlet-admission and splitlet-sync")
 	flag.StringVar(&cfg.Kubelet, "kubelet", "", "kubelet binary for the side-by-side run (empty: skip)")
 	flag.StringVar(&kubeletNs, "kubelet-n", "110", "comma-separated pod counts for the kubelet")
+	flag.Func("kubelet-arg", "a flag added to the kubelet's command line (repeatable), e.g. -kubelet-arg=--v=4", func(v string) error {
+		cfg.KubeletArgs = append(cfg.KubeletArgs, v)
+		return nil
+	})
 	flag.StringVar(&cfg.WorkDir, "workdir", "", "where per-run directories are made (default: $TMPDIR)")
 	flag.BoolVar(&cfg.Keep, "keep", false, "keep per-run directories and process logs (always kept for a run with errors)")
 	flag.StringVar(&out, "out", "results.json", "JSON results file")

@@ -45,6 +45,9 @@ type Config struct {
 	// KubeletNs are its pod counts.
 	Kubelet   string
 	KubeletNs []int
+	// KubeletArgs are appended to the kubelet's command line (a later
+	// flag wins, so "--v=4" raises its log level).
+	KubeletArgs []string
 	// WorkDir is where per-run directories are made ("" = os.TempDir()).
 	// Keep leaves them (with the processes' logs) after the run.
 	WorkDir string

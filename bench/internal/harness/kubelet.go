@@ -54,13 +54,14 @@ func runKubelet(ctx context.Context, cfg Config, n int) (r Result) {
 		r.fail(err)
 		return r
 	}
-	kl, err := stack.StartProcess(ctx, "kubelet", cfg.Kubelet, filepath.Join(dir, "kubelet.log"), httpOK(healthzURL), 90*time.Second,
-		"--config="+conf,
-		"--root-dir="+filepath.Join(dir, "kubelet"),
-		"--cert-dir="+filepath.Join(dir, "pki"),
-		"--hostname-override="+benchNode,
+	args := append([]string{
+		"--config=" + conf,
+		"--root-dir=" + filepath.Join(dir, "kubelet"),
+		"--cert-dir=" + filepath.Join(dir, "pki"),
+		"--hostname-override=" + benchNode,
 		"--v=1",
-	)
+	}, cfg.KubeletArgs...)
+	kl, err := stack.StartProcess(ctx, "kubelet", cfg.Kubelet, filepath.Join(dir, "kubelet.log"), httpOK(healthzURL), 90*time.Second, args...)
 	if err != nil {
 		r.fail(err)
 		return r
