@@ -36,6 +36,7 @@ func main() {
 	flag.StringVar(&cfg.BinDir, "bin", "bin", "directory holding splitlet-gateway, splitlet-admission and splitlet-sync")
 	flag.StringVar(&cfg.Kubelet, "kubelet", "", "kubelet binary for the side-by-side run (empty: skip)")
 	flag.StringVar(&kubeletNs, "kubelet-n", "110", "comma-separated pod counts for the kubelet")
+	flag.DurationVar(&cfg.KubeletPodsInterval, "kubelet-pods-interval", 0, "how often the kubelet's /pods is read for its status point (0: 1 ms per pod, at least 100 ms; negative: not read)")
 	flag.Func("kubelet-arg", "a flag added to the kubelet's command line (repeatable), e.g. -kubelet-arg=--v=4", func(v string) error {
 		cfg.KubeletArgs = append(cfg.KubeletArgs, v)
 		return nil

@@ -48,6 +48,10 @@ type Config struct {
 	// KubeletArgs are appended to the kubelet's command line (a later
 	// flag wins, so "--v=4" raises its log level).
 	KubeletArgs []string
+	// KubeletPodsInterval is how often the kubelet's /pods is read for
+	// the status point (0: 1 ms per pod, at least 100 ms; negative: not
+	// read, no status point).
+	KubeletPodsInterval time.Duration
 	// NodeIP is the node's address in the node network (SetupNodeNet);
 	// the kubelet gets it as --node-ip. Empty: the machine's own network.
 	NodeIP string

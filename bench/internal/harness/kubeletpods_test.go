@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"testing"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 )
@@ -41,7 +42,7 @@ func TestKubeletPodsObserverPoll(t *testing.T) {
 				_ = json.NewEncoder(w).Encode(v1.PodList{Items: tc.pods})
 			}))
 			defer srv.Close()
-			o := newKubeletPodsObserver(srv.URL+"/pods", staticPodName(benchNode))
+			o := newKubeletPodsObserver(srv.URL+"/pods", time.Second, staticPodName(benchNode))
 			err := o.poll(t.Context())
 			if (err != nil) != tc.wantErr {
 				t.Fatalf("poll error %v, wantErr %v", err, tc.wantErr)
@@ -54,6 +55,27 @@ func TestKubeletPodsObserverPoll(t *testing.T) {
 				if _, ok := o.running.get(name); !ok {
 					t.Errorf("%s not marked running (marked: %v)", name, got)
 				}
+			}
+		})
+	}
+}
+
+func TestKubeletPodsInterval(t *testing.T) {
+	for _, tc := range []struct {
+		desc string
+		set  time.Duration
+		n    int
+		want time.Duration
+	}{
+		{desc: "a few pods: the 100 ms floor", n: 20, want: 100 * time.Millisecond},
+		{desc: "110 pods: 1 ms per pod", n: 110, want: 110 * time.Millisecond},
+		{desc: "1000 pods: 1 s", n: 1000, want: time.Second},
+		{desc: "set: used as is", set: 50 * time.Millisecond, n: 1000, want: 50 * time.Millisecond},
+		{desc: "negative: not read", set: -1, n: 110, want: -1},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			if got := kubeletPodsInterval(Config{KubeletPodsInterval: tc.set}, tc.n); got != tc.want {
+				t.Errorf("interval %v, want %v", got, tc.want)
 			}
 		})
 	}
