@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"syscall"
 	"time"
 
 	"github.com/splitlet/splitlet/internal/logctx"
@@ -31,6 +32,10 @@ func runKubelet(ctx context.Context, cfg Config, n int) (r Result) {
 	}
 	r.Dir = dir
 	defer cleanup(ctx, cfg, &r)
+	// The kubelet bind-mounts its root directory onto itself and leaves
+	// the mount when it stops; unmounted after it stops (the defers below
+	// run first), the run directory can be removed.
+	defer func() { _ = syscall.Unmount(filepath.Join(dir, "kubelet"), syscall.MNT_DETACH) }()
 	st, conn, err := startStack(ctx, cfg, stackOptions{dir: dir, gatewayOnly: true})
 	if err != nil {
 		r.fail(err)
