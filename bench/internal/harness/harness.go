@@ -91,7 +91,7 @@ type Result struct {
 	// StartWatch is the status point: Apply start (manifest written, for
 	// the kubelet) to all containers running in the pod's status, seen
 	// through PodService.Watch for splitlet and the kubelet's /pods on its
-	// read-only port (read every 100 ms) for the kubelet. StartCRI is the
+	// read-only port (kubeletPodsInterval) for the kubelet. StartCRI is the
 	// same start to the container's start event at the gateway, for both.
 	StartWatch *Summary `json:"start_watch,omitempty"`
 	StartCRI   Summary  `json:"start_cri"`
