@@ -53,10 +53,17 @@ elif [ "${BENCH_CONTAINERD:-1}" != 0 ]; then
 fi
 
 # The pod-start harness (bench/cmd/splitlet-bench): splitlet's three processes
-# on the fake backend, and the real kubelet beside them when KUBELET names a
-# kubelet binary (see bench/README.md for building one from the module proxy).
+# on the fake backend, and the real kubelet v1.36.3 beside them at 110 and
+# 1000 pods (see bench/README.md for building one from the module proxy;
+# hack/lib/kube.sh caches it). As root, both run in the harness's node
+# network (-node-net private: a node IP, a default route, a hostname that
+# resolves), without root in this machine's own network, where the kubelet's
+# figures depend on the machine's resolver (BENCHMARKS.md, issue 24).
 #   BENCH_PODS=0            skip it
 #   BENCH_N=110,1000,5000   pod counts;  BENCH_STEADY=60s   steady-state window
+#   KUBELET=PATH            the kubelet (default: the cached v1.36.3 build
+#                           if there); KUBELET=none skips it
+#   KUBELET_N=110,1000      the kubelet's pod counts
 #   BENCH_FLAGS="..."       more flags (-latency 1ms, -concurrency 1, -batch 100, ...)
 #   BENCH_OUT=FILE          JSON results (default _out/bench/results.json)
 if [ "${BENCH_PODS:-1}" != 0 ]; then
@@ -64,9 +71,21 @@ if [ "${BENCH_PODS:-1}" != 0 ]; then
   (cd "$root" && make build >/dev/null)
   out=${BENCH_OUT:-$root/_out/bench/results.json}
   mkdir -p "$(dirname "$out")"
+  # shellcheck source=lib/cache.sh
+  source "$root/hack/lib/cache.sh"
+  kubelet=${KUBELET:-$SPLITLET_CACHE/kubernetes-v1.36.3/bin/kubelet}
   kubelet_flags=()
-  if [ -n "${KUBELET:-}" ]; then kubelet_flags=(-kubelet "$KUBELET" -kubelet-n "${KUBELET_N:-110}"); fi
+  if [ "$kubelet" != none ] && [ -x "$kubelet" ]; then
+    kubelet_flags=(-kubelet "$kubelet" -kubelet-n "${KUBELET_N:-110,1000}")
+  elif [ "$kubelet" != none ]; then
+    echo "== no kubelet at $kubelet: the kubelet rows are skipped (build it: source hack/lib/kube.sh; kube_build kubelet)"
+  fi
+  net_flags=()
+  if [ "$(id -u)" != 0 ]; then
+    echo "== not root: the pod-start bench runs in this machine's own network (-node-net host)"
+    net_flags=(-node-net host)
+  fi
   # shellcheck disable=SC2086 # BENCH_FLAGS is a list of flags
   (cd "$root/bench" && run go run ./cmd/splitlet-bench -bin "$root/bin" -n "${BENCH_N:-110,1000,5000}" \
-    -steady "${BENCH_STEADY:-60s}" -out "$out" ${BENCH_FLAGS:-} "${kubelet_flags[@]}")
+    -steady "${BENCH_STEADY:-60s}" -out "$out" "${net_flags[@]}" ${BENCH_FLAGS:-} "${kubelet_flags[@]}")
 fi

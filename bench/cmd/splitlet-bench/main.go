@@ -36,11 +36,17 @@ func main() {
 	flag.StringVar(&cfg.BinDir, "bin", "bin", "directory holding splitlet-gateway, splitlet-admission and splitlet-sync")
 	flag.StringVar(&cfg.Kubelet, "kubelet", "", "kubelet binary for the side-by-side run (empty: skip)")
 	flag.StringVar(&kubeletNs, "kubelet-n", "110", "comma-separated pod counts for the kubelet")
+	flag.DurationVar(&cfg.KubeletPodsInterval, "kubelet-pods-interval", 0, "how often the kubelet's /pods is read for its status point (0: 1 ms per pod, at least 100 ms; negative: not read)")
+	flag.Func("kubelet-arg", "a flag added to the kubelet's command line (repeatable), e.g. -kubelet-arg=--v=4", func(v string) error {
+		cfg.KubeletArgs = append(cfg.KubeletArgs, v)
+		return nil
+	})
 	flag.StringVar(&cfg.WorkDir, "workdir", "", "where per-run directories are made (default: $TMPDIR)")
 	flag.BoolVar(&cfg.Keep, "keep", false, "keep per-run directories and process logs (always kept for a run with errors)")
 	flag.StringVar(&out, "out", "results.json", "JSON results file")
 	flag.StringVar(&cfg.ProfileDir, "profile", "", "directory for CPU profiles of each process during each burst (runs them with --profiling)")
 	flag.IntVar(&cfg.ProfileSeconds, "profile-seconds", 10, "length of each burst profile")
+	nodeNet := flag.String("node-net", "private", "-runtime fake: private: run every process in new network and mount namespaces where the node has an address, a default route and a hostname that resolves (needs root; the harness re-executes itself); host: this machine's own network, as it is")
 	verbose := flag.Bool("v", false, "log progress to stderr")
 	runtime := flag.String("runtime", "fake", "fake: splitlet on the gateway's fake backend (and the kubelet); containerd: splitlet vs direct CRI calls on a real containerd")
 	ctr := harness.CtrConfig{}
@@ -56,6 +62,21 @@ func main() {
 	}
 	if cfg.KubeletNs, err = parseInts(kubeletNs); err != nil {
 		fail(fmt.Errorf("-kubelet-n: %w", err))
+	}
+	// The node network is for the fake-backend runs, where the kubelet is
+	// measured; the containerd comparison keeps the machine's network (its
+	// containerd and host-network pods live there). The process that is
+	// not yet inside it only re-executes itself there and waits.
+	if *nodeNet != "private" && *nodeNet != "host" {
+		fail(fmt.Errorf("-node-net %q: want private or host", *nodeNet))
+	}
+	useNodeNet := *runtime == "fake" && *nodeNet == "private"
+	if useNodeNet && !harness.InNodeNet() {
+		code, err := harness.RunInNodeNet(context.Background())
+		if err != nil {
+			fail(err)
+		}
+		os.Exit(code)
 	}
 	logger := zap.NewNop()
 	if *verbose {
@@ -98,8 +119,20 @@ func main() {
 	if *runtime != "fake" {
 		fail(fmt.Errorf("-runtime %q: want fake or containerd", *runtime))
 	}
+	if useNodeNet {
+		dir, err := os.MkdirTemp(cfg.WorkDir, "splitlet-bench-node-net-")
+		if err != nil {
+			fail(err)
+		}
+		defer os.RemoveAll(dir)
+		if err := harness.SetupNodeNet(dir); err != nil {
+			fail(err)
+		}
+		cfg.NodeIP = harness.NodeIP
+	}
 
 	rep := harness.Report{Started: time.Now().UTC(), Host: harness.NewHost(), Concurrency: cfg.Concurrency, Batch: cfg.Batch}
+	rep.Host.NodeNet = *nodeNet
 	rep.Results, err = harness.Run(ctx, cfg, os.Stdout)
 	rep.Finished = time.Now().UTC()
 	rep.Host.LoadAfter = harness.LoadAvg()

@@ -45,6 +45,16 @@ type Config struct {
 	// KubeletNs are its pod counts.
 	Kubelet   string
 	KubeletNs []int
+	// KubeletArgs are appended to the kubelet's command line (a later
+	// flag wins, so "--v=4" raises its log level).
+	KubeletArgs []string
+	// KubeletPodsInterval is how often the kubelet's /pods is read for
+	// the status point (0: 1 ms per pod, at least 100 ms; negative: not
+	// read, no status point).
+	KubeletPodsInterval time.Duration
+	// NodeIP is the node's address in the node network (SetupNodeNet);
+	// the kubelet gets it as --node-ip. Empty: the machine's own network.
+	NodeIP string
 	// WorkDir is where per-run directories are made ("" = os.TempDir()).
 	// Keep leaves them (with the processes' logs) after the run.
 	WorkDir string
@@ -78,14 +88,16 @@ type Result struct {
 	System  string `json:"system"` // "splitlet" or "kubelet"
 	N       int    `json:"n"`
 	Latency string `json:"cri_latency"`
-	// StartWatch is Apply start to all containers running, seen through
-	// PodService.Watch (splitlet only). StartCRI is the same start to the
-	// container's start event at the gateway, for both systems.
+	// StartWatch is the status point: Apply start (manifest written, for
+	// the kubelet) to all containers running in the pod's status, seen
+	// through PodService.Watch for splitlet and the kubelet's /pods on its
+	// read-only port (kubeletPodsInterval) for the kubelet. StartCRI is the
+	// same start to the container's start event at the gateway, for both.
 	StartWatch *Summary `json:"start_watch,omitempty"`
 	StartCRI   Summary  `json:"start_cri"`
 	// BurstSeconds is the first Apply to the last pod running (the
-	// watch's view for splitlet, the CRI view for the kubelet); PodsPerSec
-	// is N over it.
+	// status point's view: the Watch for splitlet, /pods for the kubelet);
+	// PodsPerSec is N over it.
 	BurstSeconds float64 `json:"burst_seconds"`
 	PodsPerSec   float64 `json:"pods_per_sec"`
 	// BurstCPUSeconds is each process's CPU time during the burst.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"syscall"
 	"time"
 
 	"github.com/splitlet/splitlet/internal/logctx"
@@ -14,10 +15,13 @@ import (
 
 // runKubelet is the side-by-side run: the real kubelet, standalone (no API
 // server, no kubeconfig), reading n static pod files, against a fresh
-// splitlet-gateway with the fake backend. A pod counts as started when
-// the gateway reports its container started, from the moment its
-// manifest file was written; deleting is removing the files, done when
-// every container has stopped.
+// splitlet-gateway with the fake backend. From the moment a pod's manifest
+// file was written, it counts as started when the gateway reports its
+// container started (StartCRI), and as running when the kubelet's /pods
+// on its read-only port says all its containers run (StartWatch, the
+// status point, as splitlet's Watch). Deleting is removing the files, done
+// when every container has stopped. With cfg.NodeIP (the node network) the
+// kubelet gets --node-ip, as a node with a known address has.
 func runKubelet(ctx context.Context, cfg Config, n int) (r Result) {
 	r = Result{System: "kubelet", N: n, Latency: cfg.Latency.String()}
 	log := logctx.From(ctx).With(zap.String("system", r.System), zap.Int("n", n))
@@ -28,6 +32,10 @@ func runKubelet(ctx context.Context, cfg Config, n int) (r Result) {
 	}
 	r.Dir = dir
 	defer cleanup(ctx, cfg, &r)
+	// The kubelet bind-mounts its root directory onto itself and leaves
+	// the mount when it stops; unmounted after it stops (the defers below
+	// run first), the run directory can be removed.
+	defer func() { _ = syscall.Unmount(filepath.Join(dir, "kubelet"), syscall.MNT_DETACH) }()
 	st, conn, err := startStack(ctx, cfg, stackOptions{dir: dir, gatewayOnly: true})
 	if err != nil {
 		r.fail(err)
@@ -44,23 +52,28 @@ func runKubelet(ctx context.Context, cfg Config, n int) (r Result) {
 	}
 	port, err1 := freePort()
 	healthz, err2 := freePort()
-	if err1 != nil || err2 != nil {
-		r.fail(fmt.Errorf("free ports: %v, %v", err1, err2))
+	readOnly, err3 := freePort()
+	if err1 != nil || err2 != nil || err3 != nil {
+		r.fail(fmt.Errorf("free ports: %v, %v, %v", err1, err2, err3))
 		return r
 	}
 	healthzURL := fmt.Sprintf("http://127.0.0.1:%d/healthz", healthz)
 	conf := filepath.Join(dir, "kubelet-config.yaml")
-	if err := os.WriteFile(conf, []byte(kubeletConfig(manifests, socket, port, healthz, n)), 0o644); err != nil {
+	if err := os.WriteFile(conf, []byte(kubeletConfig(manifests, socket, port, healthz, readOnly, n)), 0o644); err != nil {
 		r.fail(err)
 		return r
 	}
-	kl, err := stack.StartProcess(ctx, "kubelet", cfg.Kubelet, filepath.Join(dir, "kubelet.log"), httpOK(healthzURL), 90*time.Second,
-		"--config="+conf,
-		"--root-dir="+filepath.Join(dir, "kubelet"),
-		"--cert-dir="+filepath.Join(dir, "pki"),
-		"--hostname-override="+benchNode,
+	args := append([]string{
+		"--config=" + conf,
+		"--root-dir=" + filepath.Join(dir, "kubelet"),
+		"--cert-dir=" + filepath.Join(dir, "pki"),
+		"--hostname-override=" + benchNode,
 		"--v=1",
-	)
+	}, cfg.KubeletArgs...)
+	if cfg.NodeIP != "" {
+		args = append(args, "--node-ip="+cfg.NodeIP)
+	}
+	kl, err := stack.StartProcess(ctx, "kubelet", cfg.Kubelet, filepath.Join(dir, "kubelet.log"), httpOK(healthzURL), 90*time.Second, args...)
 	if err != nil {
 		r.fail(err)
 		return r
@@ -76,6 +89,14 @@ func runKubelet(ctx context.Context, cfg Config, n int) (r Result) {
 	<-subscribed
 
 	names := podNames(n)
+	interval := kubeletPodsInterval(cfg, n)
+	podsObs := newKubeletPodsObserver(fmt.Sprintf("http://127.0.0.1:%d/pods", readOnly), interval, staticPodName(benchNode))
+	if interval > 0 {
+		go podsObs.run(octx, names)
+		r.Notes = append(r.Notes, fmt.Sprintf("status point: /pods read every %s", interval))
+	} else {
+		r.Notes = append(r.Notes, "status point not measured (/pods not read); pods/s from the CRI view")
+	}
 	all := pids(procs)
 	cpu0, self0 := cpuSeconds(all), startHarnessCPU()
 	log.Info("burst: writing static pod files")
@@ -90,14 +111,30 @@ func runKubelet(ctx context.Context, cfg Config, n int) (r Result) {
 	}
 	wctx, wcancel := context.WithTimeout(ctx, cfg.Timeout)
 	r.fail(criObs.started.wait(wctx, names))
+	if interval > 0 {
+		r.fail(podsObs.running.wait(wctx, names))
+	}
 	wcancel()
 	r.BurstCPUSeconds = diffCPU(cpuSeconds(all), cpu0)
 	recordHarnessCPU(&r, self0)
 	ds, missing := durations(names, starts, criObs.started)
 	r.StartCRI = summarize(ds, missing)
-	if last := latest(names, criObs.started); !last.IsZero() {
+	// pods/s on the status view, as splitlet's (its Watch); the CRI view
+	// when /pods was not read or never showed every pod.
+	burstView, statusMissing := criObs.started, missing
+	if interval > 0 {
+		ds, sm := durations(names, starts, podsObs.running)
+		status := summarize(ds, sm)
+		r.StartWatch = &status
+		if sm == 0 {
+			burstView, statusMissing = podsObs.running, 0
+		} else {
+			r.Notes = append(r.Notes, "pods/s from the CRI view: /pods did not show every pod running")
+		}
+	}
+	if last := latest(names, burstView); !last.IsZero() {
 		r.BurstSeconds = last.Sub(t0).Seconds()
-		if missing == 0 {
+		if statusMissing == 0 {
 			r.PodsPerSec = float64(n) / r.BurstSeconds
 		}
 	}
@@ -148,7 +185,7 @@ func writeManifest(dir, name string) error {
 // it exists because this machine has cgroup v1 (refused unless
 // failCgroupV1 is false, settable only here), no systemd and no API
 // server (no webhook authentication or authorization to ask).
-func kubeletConfig(manifests, socket string, port, healthz, n int) string {
+func kubeletConfig(manifests, socket string, port, healthz, readOnly, n int) string {
 	return fmt.Sprintf(`apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
 staticPodPath: %s
@@ -166,7 +203,8 @@ evictionHard: {}
 localStorageCapacityIsolation: false
 address: 127.0.0.1
 port: %d
-readOnlyPort: 0
+# The read-only port serves /pods, the bench's view of pod status.
+readOnlyPort: %d
 healthzBindAddress: 127.0.0.1
 healthzPort: %d
 authentication:
@@ -174,5 +212,5 @@ authentication:
   webhook: {enabled: false}
 authorization:
   mode: AlwaysAllow
-`, manifests, socket, n+10, port, healthz)
+`, manifests, socket, n+10, port, readOnly, healthz)
 }

@@ -27,6 +27,9 @@ type Host struct {
 	GoVersion  string `json:"go_version"`
 	LoadBefore string `json:"loadavg_before"`
 	LoadAfter  string `json:"loadavg_after"`
+	// NodeNet is the network the processes ran in: "private" (the node
+	// network, SetupNodeNet) or "host" (the machine's own).
+	NodeNet string `json:"node_net,omitempty"`
 }
 
 // LoadAvg returns /proc/loadavg's first three fields.
