@@ -21,8 +21,10 @@
 // Usage sketch:
 //
 //	client, _ := apiserver.NewClient(kubeconfig)
-//	go apiserver.NewPodSource(client, node, podConfig).Run(ctx)
 //	sm := apiserver.NewStatusManager(client, podManager, apiserver.StatusOptions{})
+//	mirrors := apiserver.NewMirrorManager(client, node, podManager, sm.Requeue)
+//	go mirrors.Run(ctx) // mirror pods of the static pods
+//	go apiserver.NewPodSource(client, node, podConfig, mirrors).Run(ctx)
 //	go sm.Run(ctx) // and register sm as the "apiserver" Finalizer
 //	go apiserver.NewNodeRegistrar(client, apiserver.NodeOptions{Name: node}).Run(ctx)
 //	objects := apiserver.NewObjects(client, apiserver.ObjectsOptions{})

@@ -24,16 +24,25 @@ type PodSetter interface {
 
 var _ PodSetter = (*source.PodConfig)(nil)
 
-// PodSource feeds the pods bound to one node to a PodSetter.
+// MirrorSetter receives the node's mirror pods; MirrorManager is one.
+type MirrorSetter interface {
+	SetMirrors(mirrors []*v1.Pod)
+}
+
+// PodSource feeds the pods bound to one node to a PodSetter, and the
+// node's mirror pods, which are never run, to a MirrorSetter.
 type PodSource struct {
-	client kubernetes.Interface
-	node   string
-	out    PodSetter
+	client  kubernetes.Interface
+	node    string
+	out     PodSetter
+	mirrors MirrorSetter
 }
 
 // NewPodSource returns a source of the pods whose spec.nodeName is node.
-func NewPodSource(client kubernetes.Interface, node string, out PodSetter) *PodSource {
-	return &PodSource{client: client, node: node, out: out}
+// Mirror pods go to mirrors (nil drops them): as in the kubelet's pod
+// manager, they stand for static pods and are never synced themselves.
+func NewPodSource(client kubernetes.Interface, node string, out PodSetter, mirrors MirrorSetter) *PodSource {
+	return &PodSource{client: client, node: node, out: out, mirrors: mirrors}
 }
 
 // Run watches until ctx ends. It reports nothing until the informer's first
@@ -81,10 +90,18 @@ func (s *PodSource) Run(ctx context.Context) {
 		// The field selector already did this on a real API server; the
 		// check keeps a pod of another node out whatever the server does.
 		pods := make([]*v1.Pod, 0, len(all))
+		var mirrors []*v1.Pod
 		for _, p := range all {
-			if p.Spec.NodeName == s.node {
+			switch {
+			case p.Spec.NodeName != s.node:
+			case IsMirrorPod(p):
+				mirrors = append(mirrors, p)
+			default:
 				pods = append(pods, p)
 			}
+		}
+		if s.mirrors != nil {
+			s.mirrors.SetMirrors(mirrors)
 		}
 		// The lister's objects are shared with the informer's cache; Set
 		// copies them before it annotates them.

@@ -68,7 +68,7 @@ func TestPodSourceSendsFullSetOfNodePods(t *testing.T) {
 	rec := &recordingSetter{}
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
-	go NewPodSource(client, "n1", rec).Run(ctx)
+	go NewPodSource(client, "n1", rec, nil).Run(ctx)
 
 	rec.waitFor(t, []string{"a", "b"})
 
@@ -90,6 +90,6 @@ func TestPodSourceReportsEmptyNodeOnce(t *testing.T) {
 	rec := &recordingSetter{}
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
-	go NewPodSource(client, "n1", rec).Run(ctx)
+	go NewPodSource(client, "n1", rec, nil).Run(ctx)
 	rec.waitFor(t, []string{})
 }

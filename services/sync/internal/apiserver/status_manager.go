@@ -2,6 +2,7 @@ package apiserver
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"sync"
@@ -116,8 +117,19 @@ func (m *StatusManager) relist() {
 	}
 }
 
+// Requeue has pod's status written again, though it did not change: its
+// API object was re-created (a static pod's new mirror).
+func (m *StatusManager) Requeue(pod *v1.Pod) {
+	if p := m.pods.GetPodByFullName(pod.Namespace, pod.Name); p != nil && p.UID == pod.UID {
+		m.markDirty(p)
+	}
+}
+
+// markDirty queues the status of a pod from the API server, or of a static
+// pod (written to its mirror pod, as the kubelet's status manager does
+// through TranslatePodUID).
 func (m *StatusManager) markDirty(pod *v1.Pod) {
-	if pod == nil || pod.Annotations[defaults.ConfigSourceAnnotationKey] != SourceName {
+	if pod == nil || (pod.Annotations[defaults.ConfigSourceAnnotationKey] != SourceName && !IsStaticPod(pod)) {
 		return
 	}
 	m.mu.Lock()
@@ -165,8 +177,10 @@ func (m *StatusManager) SyncBatch(ctx context.Context) {
 	m.mu.Unlock()
 	for uid, pod := range batch {
 		if err := m.syncPod(ctx, pod); err != nil {
-			logctx.From(ctx).Info("pod status not written; retrying in the next period",
-				zap.String("pod", pod.Namespace+"/"+pod.Name), zap.Error(err))
+			if !errors.Is(err, errNoMirrorYet) {
+				logctx.From(ctx).Info("pod status not written; retrying in the next period",
+					zap.String("pod", pod.Namespace+"/"+pod.Name), zap.Error(err))
+			}
 			m.mu.Lock()
 			if _, newer := m.dirty[uid]; !newer {
 				m.failed[uid] = pod
@@ -178,7 +192,9 @@ func (m *StatusManager) SyncBatch(ctx context.Context) {
 
 // syncPod writes pod.Status over the API server's status when they differ
 // in anything the kubelet owns, retrying on conflict. A pod gone from the
-// API server, or replaced by one with another UID, is skipped. Matches the
+// API server, or replaced by one with another UID, is skipped; a static
+// pod's status goes to its mirror pod, skipped while there is none for the
+// static pod's current manifest. Matches the
 // kubelet status manager's syncPod (mergePodStatus, then an update of the
 // status subresource; the kubelet patches, an update with the read
 // resourceVersion gives the same result with conflict detection).
@@ -187,12 +203,19 @@ func (m *StatusManager) syncPod(ctx context.Context, pod *v1.Pod) error {
 	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		cur, err := pods.Get(ctx, pod.Name, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
+			if IsStaticPod(pod) {
+				return errNoMirrorYet
+			}
 			return nil
 		}
 		if err != nil {
 			return err
 		}
-		if cur.UID != pod.UID {
+		if IsStaticPod(pod) {
+			if !isMirrorOf(cur, pod) {
+				return errNoMirrorYet
+			}
+		} else if cur.UID != pod.UID {
 			return nil
 		}
 		merged := status.MergePodStatus(cur.Status, pod.Status, false, m.opts.Now())
@@ -205,6 +228,10 @@ func (m *StatusManager) syncPod(ctx context.Context, pod *v1.Pod) error {
 		return err
 	})
 }
+
+// errNoMirrorYet: a static pod's status waits for its mirror pod, and is
+// written in the first period after the MirrorManager made it.
+var errNoMirrorYet = errors.New("the static pod has no mirror pod yet")
 
 // Finalize deletes the API object of a deleted pod whose containers have
 // all stopped: its final status is written first, then the object is

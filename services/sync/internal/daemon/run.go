@@ -223,7 +223,14 @@ func Run(ctx context.Context, cfg config.Config) error {
 		go api.runAuth(ctx)
 	}
 	if kubeClient != nil {
-		go apiserver.NewPodSource(kubeClient, cfg.NodeName, podConfig).Run(ctx)
+		// Static pods get mirror pods only where sync registers its Node:
+		// a mirror is owned by the Node.
+		var mirrors *apiserver.MirrorManager
+		if cfg.RegisterNode {
+			mirrors = apiserver.NewMirrorManager(kubeClient, cfg.NodeName, pods, statusManager.Requeue)
+			go mirrors.Run(ctx)
+		}
+		go apiserver.NewPodSource(kubeClient, cfg.NodeName, podConfig, mirrorSetter(mirrors)).Run(ctx)
 		go objects.Run(ctx)
 		go statusManager.Run(ctx)
 		go apiserver.NewEventSink(kubeClient, pods).Run(ctx, recorder)
@@ -405,4 +412,13 @@ func podCgroups(root string) syncloop.PodCgroupRemover {
 		return nil
 	}
 	return cm.New(root)
+}
+
+// mirrorSetter is m as a MirrorSetter, nil (mirror pods dropped) when
+// there is no MirrorManager.
+func mirrorSetter(m *apiserver.MirrorManager) apiserver.MirrorSetter {
+	if m == nil {
+		return nil
+	}
+	return m
 }
