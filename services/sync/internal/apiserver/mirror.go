@@ -148,13 +148,13 @@ func (m *MirrorManager) Reconcile(ctx context.Context) error {
 		name := pod.Namespace + "/" + pod.Name
 		statics[name] = true
 		mirror := mirrors[name]
-		if mirror != nil && !isMirrorOf(mirror, pod) {
-			// Another manifest's mirror (or not a mirror at all): the
-			// kubelet deletes it, then creates the right one.
-			if mirror.DeletionTimestamp == nil {
-				if err := m.deleteMirror(ctx, mirror); err != nil {
-					errs = append(errs, err)
-				}
+		if mirror != nil && (mirror.DeletionTimestamp != nil || !isMirrorOf(mirror, pod)) {
+			// Being deleted (a graceful delete, which no node would
+			// ever finish for a mirror), or another manifest's mirror:
+			// the kubelet deletes it at once, then creates the right
+			// one once the list no longer holds it.
+			if err := m.deleteMirror(ctx, mirror); err != nil {
+				errs = append(errs, err)
 			}
 			continue
 		}
@@ -165,7 +165,7 @@ func (m *MirrorManager) Reconcile(ctx context.Context) error {
 		}
 	}
 	for name, mirror := range mirrors {
-		if !statics[name] && IsMirrorPod(mirror) && mirror.DeletionTimestamp == nil {
+		if !statics[name] && IsMirrorPod(mirror) {
 			if err := m.deleteMirror(ctx, mirror); err != nil {
 				errs = append(errs, err)
 			}
@@ -195,8 +195,10 @@ func (m *MirrorManager) createMirror(ctx context.Context, static *v1.Pod) error 
 			Namespace:   static.Namespace,
 			Labels:      maps.Clone(static.Labels),
 			Annotations: maps.Clone(static.Annotations),
+			// A controller reference without blockOwnerDeletion, which
+			// NodeRestriction demands of a node's mirror pods.
 			OwnerReferences: []metav1.OwnerReference{{
-				APIVersion: "v1", Kind: "Node", Name: node.Name, UID: node.UID,
+				APIVersion: "v1", Kind: "Node", Name: node.Name, UID: node.UID, Controller: new(true),
 			}},
 		},
 		Spec: *static.Spec.DeepCopy(),

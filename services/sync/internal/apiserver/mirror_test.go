@@ -77,7 +77,7 @@ func TestMirrorPods(t *testing.T) {
 	}
 	owner := mirror.OwnerReferences
 	if mirror.Annotations[defaults.ConfigMirrorAnnotationKey] != "h1" || mirror.Annotations[defaults.ConfigSourceAnnotationKey] != "file" ||
-		mirror.Labels["app"] != "etcd-n1" || len(owner) != 1 || owner[0].Kind != "Node" || owner[0].UID != "node-uid" ||
+		mirror.Labels["app"] != "etcd-n1" || len(owner) != 1 || owner[0].Kind != "Node" || owner[0].UID != "node-uid" || owner[0].Controller == nil || !*owner[0].Controller ||
 		mirror.Spec.NodeName != "n1" {
 		t.Fatalf("mirror pod %+v, owners %+v", mirror.ObjectMeta, owner)
 	}
@@ -101,6 +101,26 @@ func TestMirrorPods(t *testing.T) {
 	reconcile()
 	if got := listMirrors(t, client, m); !maps1(got, "etcd-n1", "h1") {
 		t.Fatalf("after a delete, mirrors %v", got)
+	}
+
+	// A graceful delete (deletionTimestamp set) is finished at once, then
+	// the mirror comes back.
+	cur, err := client.CoreV1().Pods("kube-system").Get(ctx, "etcd-n1", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cur.DeletionTimestamp = &metav1.Time{}
+	if _, err := client.CoreV1().Pods("kube-system").Update(ctx, cur, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	listMirrors(t, client, m)
+	reconcile()
+	if got := listMirrors(t, client, m); len(got) != 0 {
+		t.Fatalf("a mirror being deleted was not deleted at once: %v", got)
+	}
+	reconcile()
+	if got := listMirrors(t, client, m); !maps1(got, "etcd-n1", "h1") {
+		t.Fatalf("after a graceful delete, mirrors %v", got)
 	}
 
 	// The manifest changed: the old mirror goes, then the new one comes.

@@ -156,15 +156,26 @@ func (m *StatusManager) forget(pod *v1.Pod) {
 // retryFailed makes the statuses that failed dirty again, once a period:
 // a status the API server refuses is not retried on every other pod's
 // change.
+//
+// The retry writes the pod's status as it is now, not the copy that
+// failed: a newer status may have been written since, and the old one
+// would undo it.
 func (m *StatusManager) retryFailed() {
 	m.mu.Lock()
-	defer m.mu.Unlock()
-	for uid, pod := range m.failed {
-		if _, newer := m.dirty[uid]; !newer {
-			m.dirty[uid] = pod
-		}
-	}
+	failed := maps.Clone(m.failed)
 	clear(m.failed)
+	m.mu.Unlock()
+	for uid, pod := range failed {
+		latest := m.pods.GetPodByFullName(pod.Namespace, pod.Name)
+		if latest == nil || latest.UID != uid {
+			continue
+		}
+		m.mu.Lock()
+		if _, newer := m.dirty[uid]; !newer {
+			m.dirty[uid] = latest
+		}
+		m.mu.Unlock()
+	}
 }
 
 // SyncBatch writes every dirty status; those that fail are retried in the
@@ -176,7 +187,14 @@ func (m *StatusManager) SyncBatch(ctx context.Context) {
 	clear(m.dirty)
 	m.mu.Unlock()
 	for uid, pod := range batch {
-		if err := m.syncPod(ctx, pod); err != nil {
+		err := m.syncPod(ctx, pod)
+		if err == nil {
+			m.mu.Lock()
+			delete(m.failed, uid)
+			m.mu.Unlock()
+			continue
+		}
+		{
 			if !errors.Is(err, errNoMirrorYet) {
 				logctx.From(ctx).Info("pod status not written; retrying in the next period",
 					zap.String("pod", pod.Namespace+"/"+pod.Name), zap.Error(err))

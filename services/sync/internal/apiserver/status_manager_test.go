@@ -218,3 +218,46 @@ func TestFinalizeDeletesWithUIDPrecondition(t *testing.T) {
 		})
 	}
 }
+
+// A write that failed is retried with the pod's status as it is now: a
+// newer status written since must not be overwritten by the old copy
+// (a static pod's mirror stuck in Pending after its Running status had
+// been written).
+func TestRetryWritesTheLatestStatus(t *testing.T) {
+	api := testPod("p", "n1")
+	api.UID = "u1"
+	client := fake.NewClientset(api)
+	refuse := true
+	client.PrependReactor("update", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		if a.GetSubresource() == "status" && refuse {
+			refuse = false
+			return true, nil, apierrors.NewForbidden(schema.GroupResource{Resource: "pods"}, "p", errors.New("no relationship found yet"))
+		}
+		return false, nil, nil
+	})
+	pending := api.DeepCopy()
+	pending.Annotations = map[string]string{defaults.ConfigSourceAnnotationKey: SourceName}
+	pending.Status = v1.PodStatus{Phase: v1.PodPending}
+	prov := &fakeProvider{pods: []*v1.Pod{pending}}
+	m := NewStatusManager(client, prov, StatusOptions{})
+	m.markDirty(pending)
+	m.SyncBatch(t.Context())
+
+	running := pending.DeepCopy()
+	running.Status = v1.PodStatus{Phase: v1.PodRunning, PodIP: "10.0.0.1"}
+	prov.mu.Lock()
+	prov.pods = []*v1.Pod{running}
+	prov.mu.Unlock()
+	m.markDirty(running)
+	m.SyncBatch(t.Context())
+	m.retryFailed()
+	m.SyncBatch(t.Context())
+
+	got, err := client.CoreV1().Pods("default").Get(t.Context(), "p", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Status.Phase != v1.PodRunning || got.Status.PodIP != "10.0.0.1" {
+		t.Errorf("status after the retry: phase %s, IP %q; want the newer Running status kept", got.Status.Phase, got.Status.PodIP)
+	}
+}

@@ -35,6 +35,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -138,11 +139,26 @@ func clientFor(t *testing.T, kubeconfig string) kubernetes.Interface {
 }
 
 // startNode starts a gateway (in front of endpoint), admission and sync;
-// sync registers name with the node's own credential.
-func startNode(t *testing.T, c *cluster.Cluster, dir, name, endpoint string) *node {
+// sync registers name with the node's own credential and runs one static
+// pod of image, staticPodName in kube-system.
+func startNode(t *testing.T, c *cluster.Cluster, dir, name, endpoint, image string) *node {
 	t.Helper()
 	kubeconfig, err := c.NodeKubeconfig(name)
 	if err != nil {
+		t.Fatal(err)
+	}
+	manifests := filepath.Join(dir, name+"-manifests")
+	if err := os.MkdirAll(manifests, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(manifests, "static.yaml"), fmt.Appendf(nil, `apiVersion: v1
+kind: Pod
+metadata: {name: %s, namespace: kube-system}
+spec:
+  hostNetwork: true
+  containers:
+  - {name: app, image: %s, imagePullPolicy: Never, command: [sleep, "3600"]}
+`, staticPodName, image), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	st, err := launcher.Start(t.Context(), launcher.Config{
@@ -152,6 +168,7 @@ func startNode(t *testing.T, c *cluster.Cluster, dir, name, endpoint string) *no
 		RuntimeEndpoint: endpoint,
 		SyncArgs: []string{
 			"--kubeconfig=" + kubeconfig,
+			"--manifest-dir=" + manifests,
 			"--relist-interval=1s",
 			"--container-gc-period=2s",
 		},
@@ -223,7 +240,14 @@ func TestDeploymentOnSplitletNodes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	t.Cleanup(func() {
+		// SPLITLET_E2E_KEEP=1 (hack/cluster-e2e.sh's) keeps every log.
+		if os.Getenv("SPLITLET_E2E_KEEP") == "" {
+			_ = os.RemoveAll(dir)
+		} else {
+			t.Logf("kept %s", dir)
+		}
+	})
 	c, client := startControlPlane(t, e, dir)
 	ctx := t.Context()
 
@@ -231,7 +255,7 @@ func TestDeploymentOnSplitletNodes(t *testing.T) {
 	var nodes []*node
 	names := map[string]bool{}
 	for i, ep := range e.endpoints {
-		n := startNode(t, c, dir, fmt.Sprintf("splitlet-%c", 'a'+i), ep)
+		n := startNode(t, c, dir, fmt.Sprintf("splitlet-%c", 'a'+i), ep, e.busybox)
 		nodes = append(nodes, n)
 		names[n.name] = true
 	}
@@ -306,6 +330,8 @@ func TestDeploymentOnSplitletNodes(t *testing.T) {
 		}
 	}
 
+	mirrorPods(t, client, nodes)
+
 	if len(nodes) > 1 {
 		nodeRestricted(t, client, nodes[0], nodes[1])
 	} else {
@@ -337,6 +363,47 @@ func TestDeploymentOnSplitletNodes(t *testing.T) {
 		return len(left) == 0, strings.Join(left, "; ")
 	})
 	t.Logf("deleted: no pod, container or sandbox left %v after kubectl delete", time.Since(began).Round(time.Millisecond))
+}
+
+// staticPodName is each node's static pod; its mirror is named
+// <staticPodName>-<node>.
+const staticPodName = "static-sleep"
+
+// mirrorPods checks that each node's static pod shows as a Running mirror
+// pod, which NodeRestriction let the node create, and that a deleted
+// mirror comes back.
+func mirrorPods(t *testing.T, client kubernetes.Interface, nodes []*node) {
+	t.Helper()
+	ctx := t.Context()
+	pods := client.CoreV1().Pods("kube-system")
+	uids := map[string]types.UID{}
+	launcher.WaitFor(t, 60*time.Second, "a Running mirror pod of each node's static pod", func() (bool, string) {
+		var missing []string
+		for _, n := range nodes {
+			p, err := pods.Get(ctx, staticPodName+"-"+n.name, metav1.GetOptions{})
+			if err != nil {
+				missing = append(missing, fmt.Sprintf("%s: %v", n.name, err))
+				continue
+			}
+			if p.Status.Phase != v1.PodRunning || p.Annotations[v1.MirrorPodAnnotationKey] == "" {
+				missing = append(missing, fmt.Sprintf("%s: phase %q, mirror annotation %q, status %+v", n.name, p.Status.Phase, p.Annotations[v1.MirrorPodAnnotationKey], p.Status))
+				continue
+			}
+			uids[n.name] = p.UID
+		}
+		return len(missing) == 0, strings.Join(missing, "; ")
+	})
+	name := staticPodName + "-" + nodes[0].name
+	if err := pods.Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	launcher.WaitFor(t, 60*time.Second, "the deleted mirror pod back", func() (bool, string) {
+		p, err := pods.Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		return p.UID != uids[nodes[0].name] && p.Status.Phase == v1.PodRunning, fmt.Sprintf("uid %s phase %s", p.UID, p.Status.Phase)
+	})
 }
 
 // nodeRestricted checks that the identity sync of node a runs with may
