@@ -50,6 +50,11 @@ run_tests() {
 
 if [ "${1:-}" = inner ]; then
   ip link set lo up
+  # A node address the API server will proxy nodes/proxy to (it refuses
+  # loopback): TEST-NET-1 on lo, so nothing leaves the namespace; the node
+  # API's certificate (hack/apiserver.sh) names it.
+  ip addr add 192.0.2.10/32 dev lo
+  export SPLITLET_NODE_IP=192.0.2.10
   run_tests "$2" 1
   exit
 fi

@@ -73,7 +73,9 @@ certs() {
 # kubelet_certs makes what the API server's proxy to a node API needs, signed
 # by the test CA: its kubelet client certificate (the user the node API
 # authorizes, as kubeadm names it) and a serving certificate for a node API
-# on 127.0.0.1, verified with --kubelet-certificate-authority.
+# on 127.0.0.1 or 192.0.2.10 (the node address hack/apiserver-e2e.sh puts on
+# lo in its namespace: the API server's nodes/proxy refuses loopback),
+# verified with --kubelet-certificate-authority.
 kubelet_certs() {
 	local pki=$dir/pki
 	[[ -f $pki/node-api.crt ]] && return
@@ -85,7 +87,7 @@ kubelet_certs() {
 			-keyout kubelet-client.key -out kubelet-client.csr 2>/dev/null
 		openssl x509 -req -in kubelet-client.csr -CA ca.crt -CAkey ca.key -CAcreateserial -days 365 \
 			-extfile kubelet-client.ext -out kubelet-client.crt 2>/dev/null
-		printf 'subjectAltName=IP:127.0.0.1\nextendedKeyUsage=serverAuth\n' >node-api.ext
+		printf 'subjectAltName=IP:127.0.0.1,IP:192.0.2.10\nextendedKeyUsage=serverAuth\n' >node-api.ext
 		openssl req -newkey rsa:2048 -nodes -subj "/CN=splitlet-node-api" -keyout node-api.key -out node-api.csr 2>/dev/null
 		openssl x509 -req -in node-api.csr -CA ca.crt -CAkey ca.key -CAcreateserial -days 365 \
 			-extfile node-api.ext -out node-api.crt 2>/dev/null
