@@ -11,6 +11,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 )
 
@@ -35,47 +36,9 @@ func TestStatsThroughAPIServer(t *testing.T) {
 	admin, _ := kubeClient(t)
 	ctx := t.Context()
 	endpoint := os.Getenv(containerdEnv)
-	image := "busybox:1.36"
-	container := v1.Container{Name: "app", Image: image}
-	if endpoint != "" {
-		if image = os.Getenv(busyboxEnv); image == "" {
-			image = "docker.io/library/busybox:1.36"
-		}
-		// A shell holding 4 MiB in a variable, so the working set is its own.
-		container = v1.Container{Name: "app", Image: image, ImagePullPolicy: v1.PullNever,
-			Command: []string{"sh", "-c", `x=$(head -c 4194304 /dev/zero | tr '\000' a); sleep 3600`}}
-		t.Logf("on containerd at %s", endpoint)
-	} else {
-		t.Logf("%s unset: on the fake runtime", containerdEnv)
-	}
 	_, _, node, _ := nodeAPIStackAt(t, pki, endpoint, ip)
-
-	ns := "default"
-	pod := &v1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: "stats-" + node, Namespace: ns},
-		Spec: v1.PodSpec{
-			NodeName:                     node,
-			HostNetwork:                  true,
-			AutomountServiceAccountToken: new(false),
-			Tolerations:                  []v1.Toleration{{Key: "splitlet.dev/agent", Operator: v1.TolerationOpExists, Effect: v1.TaintEffectNoSchedule}},
-			Containers:                   []v1.Container{container},
-		},
-	}
-	if _, err := admin.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		zero := int64(0)
-		_ = admin.CoreV1().Pods(ns).Delete(context.Background(), pod.Name, metav1.DeleteOptions{GracePeriodSeconds: &zero})
-	})
-	waitFor(t, 90*time.Second, "the pod Running", func() (bool, string) {
-		p, err := admin.CoreV1().Pods(ns).Get(ctx, pod.Name, metav1.GetOptions{})
-		if err != nil {
-			return false, err.Error()
-		}
-		running := len(p.Status.ContainerStatuses) == 1 && p.Status.ContainerStatuses[0].State.Running != nil
-		return p.Status.Phase == v1.PodRunning && running, fmt.Sprintf("phase %q", p.Status.Phase)
-	})
+	pod := runStatsPod(t, admin, node, endpoint != "")
+	ns := pod.Namespace
 
 	proxy := func(path string) ([]byte, error) {
 		return admin.CoreV1().RESTClient().Get().AbsPath("/api/v1/nodes", node, "proxy", path).DoRaw(ctx)
@@ -135,4 +98,51 @@ func deref(p *uint64) uint64 {
 		return 0
 	}
 	return *p
+}
+
+// runStatsPod runs a host-network pod with one container, app, on node and
+// returns once it runs: on containerd (onContainerd) a shell looping on
+// sleep, whose working set is a few hundred KiB; on the fake runtime a
+// container that runs until stopped.
+func runStatsPod(t *testing.T, admin kubernetes.Interface, node string, onContainerd bool) *v1.Pod {
+	t.Helper()
+	ctx := t.Context()
+	container := v1.Container{Name: "app", Image: "busybox:1.36"}
+	if onContainerd {
+		image := os.Getenv(busyboxEnv)
+		if image == "" {
+			image = "docker.io/library/busybox:1.36"
+		}
+		container = v1.Container{Name: "app", Image: image, ImagePullPolicy: v1.PullNever,
+			Command: []string{"sh", "-c", "while true; do sleep 3600; done"}}
+		t.Logf("on containerd at %s", os.Getenv(containerdEnv))
+	} else {
+		t.Logf("%s unset: on the fake runtime", containerdEnv)
+	}
+	pod := &v1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "stats-" + node, Namespace: "default"},
+		Spec: v1.PodSpec{
+			NodeName:                     node,
+			HostNetwork:                  true,
+			AutomountServiceAccountToken: new(false),
+			Tolerations:                  []v1.Toleration{{Key: "splitlet.dev/agent", Operator: v1.TolerationOpExists, Effect: v1.TaintEffectNoSchedule}},
+			Containers:                   []v1.Container{container},
+		},
+	}
+	if _, err := admin.CoreV1().Pods(pod.Namespace).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		zero := int64(0)
+		_ = admin.CoreV1().Pods(pod.Namespace).Delete(context.Background(), pod.Name, metav1.DeleteOptions{GracePeriodSeconds: &zero})
+	})
+	waitFor(t, 90*time.Second, "the pod Running", func() (bool, string) {
+		p, err := admin.CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		running := len(p.Status.ContainerStatuses) == 1 && p.Status.ContainerStatuses[0].State.Running != nil
+		return p.Status.Phase == v1.PodRunning && running, fmt.Sprintf("phase %q", p.Status.Phase)
+	})
+	return pod
 }
