@@ -267,6 +267,11 @@ func (p *Provider) listPodStats(ctx context.Context, update bool, rootFs *fsInfo
 		return nil, err
 	}
 	p.cpuCache.cleanup(p.opts.Now())
+	listed := make(map[string]bool, len(result))
+	for _, ps := range result {
+		listed[ps.PodRef.UID] = true
+	}
+	p.forgetVolumes(listed)
 	sortPods(result)
 	return result, nil
 }
@@ -635,12 +640,21 @@ func (p *Provider) filesUsage(dir string, rootFs *fsInfo) (*statsapi.FsStats, er
 	return out, nil
 }
 
-// makePodStorageStats sums a pod's ephemeral storage: its containers'
-// writable layers and logs, the pod's own log files and its managed
-// /etc/hosts. Matches the kubelet's makePodStorageStats and
-// calcEphemeralStorage, without volumes: sync does not measure them.
+// makePodStorageStats fills a pod's volume stats and sums its ephemeral
+// storage: its containers' writable layers and logs, its volumes on the
+// node filesystem, the pod's own log files and its managed /etc/hosts.
+// Matches the kubelet's makePodStorageStats and calcEphemeralStorage.
 func (p *Provider) makePodStorageStats(ctx context.Context, ps *statsapi.PodStats, rootFs *fsInfo) {
 	out := rootFsStats(rootFs)
+	if p.opts.PodsDir != "" {
+		vols := p.podVolumeStats(ctx, ps.PodRef.UID)
+		ps.VolumeStats = vols.all
+		for _, v := range vols.ephemeral {
+			out.Time = laterTime(out.Time, v.Time)
+			out.UsedBytes = addUsage(out.UsedBytes, v.UsedBytes)
+			out.InodesUsed = addUsage(out.InodesUsed, v.InodesUsed)
+		}
+	}
 	for _, c := range ps.Containers {
 		if c.Rootfs == nil {
 			continue

@@ -293,6 +293,13 @@ func dirFsInfo(dir string, now time.Time) (fsInfo, error) {
 	}, nil
 }
 
+// isTmpfs reports whether dir is on a tmpfs (an emptyDir with medium
+// Memory), which is not the node's disk.
+func isTmpfs(dir string) bool {
+	var st unix.Statfs_t
+	return unix.Statfs(dir, &st) == nil && st.Type == unix.TMPFS_MAGIC
+}
+
 // du is the disk usage of path and the inodes it holds, as the kubelet's
 // volume.MetricsDu (du and find) measures them: allocated blocks.
 func du(path string) (bytes, inodes uint64, err error) {

@@ -30,8 +30,9 @@ type Options struct {
 	// PodLogsRoot is where the runtime writes container logs
 	// (/var/log/pods).
 	PodLogsRoot string
-	// PodsDir holds the pods' directories (<uid>/etc-hosts); empty skips
-	// the managed /etc/hosts in ephemeral storage.
+	// PodsDir holds the pods' directories (<uid>/etc-hosts,
+	// <uid>/volumes/<plugin>/<name>); empty leaves out volume stats and
+	// the managed /etc/hosts.
 	PodsDir string
 	// PodCgroupRoot is the cgroup of every pod, the "pods" system
 	// container (the kubelet's GetPodCgroupRoot, /kubepods for cgroupfs);
@@ -46,6 +47,7 @@ type Options struct {
 type Provider struct {
 	opts     Options
 	cpuCache cpuUsageCache
+	volumes  volumeCache
 	// started is when sync started, the "kubelet" system container's
 	// start time.
 	started time.Time
@@ -56,7 +58,12 @@ func New(opts Options) *Provider {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	return &Provider{opts: opts, cpuCache: cpuUsageCache{records: map[string]*cpuUsageRecord{}}, started: opts.Now()}
+	return &Provider{
+		opts:     opts,
+		cpuCache: cpuUsageCache{records: map[string]*cpuUsageRecord{}},
+		volumes:  volumeCache{pods: map[string]podVolumes{}},
+		started:  opts.Now(),
+	}
 }
 
 // cgroupKey keys a cgroup's CPU samples in the usageNanoCores cache beside

@@ -188,10 +188,11 @@ type node struct {
 	p       *Provider
 	cgroups string
 	logs    string
+	pods    string
 }
 
 func newNode(t *testing.T) *node {
-	n := &node{rt: &fakeRuntime{}, clock: &clock{now: t0}, cgroups: t.TempDir(), logs: t.TempDir()}
+	n := &node{rt: &fakeRuntime{}, clock: &clock{now: t0}, cgroups: t.TempDir(), logs: t.TempDir(), pods: t.TempDir()}
 	cgroupV1(t, n.cgroups, 10e9)
 	meta := &runtimeapi.PodSandboxMetadata{Name: "web", Namespace: "default", Uid: "uid-web"}
 	n.rt.sandboxes = []*runtimeapi.PodSandbox{
@@ -207,10 +208,17 @@ func newNode(t *testing.T) *node {
 	// Logs: one file of the container, one of the pod.
 	podLogs := kuberuntime.BuildPodLogsDirectory(n.logs, "default", "web", "uid-web")
 	writeFiles(t, podLogs, map[string]string{"app/1.log": "hello\n", "pod.log": "x\n"})
+	// Its directory: the managed /etc/hosts, an emptyDir and a secret
+	// volume with a file each.
+	writeFiles(t, filepath.Join(n.pods, "uid-web"), map[string]string{
+		"etc-hosts": "127.0.0.1 localhost\n",
+		"volumes/kubernetes.io~empty-dir/cache/data": "cached\n",
+		"volumes/kubernetes.io~secret/token/token":   "secret\n",
+	})
 	n.p = New(Options{
 		NodeName: "node-1", Runtime: n.rt, Images: n.rt,
 		Host:    Host{CgroupRoot: n.cgroups, ProcRoot: procFiles(t)},
-		RootDir: t.TempDir(), PodLogsRoot: n.logs, PodCgroupRoot: "/kubepods",
+		RootDir: t.TempDir(), PodLogsRoot: n.logs, PodsDir: n.pods, PodCgroupRoot: "/kubepods",
 		Now: n.clock.Now,
 	})
 	n.sample(t0, 2e9, nil)
@@ -401,10 +409,21 @@ func TestSummary(t *testing.T) {
 	if c.Logs == nil || val(c.Logs.InodesUsed) != 1 || c.Logs.CapacityBytes == nil {
 		t.Errorf("container logs %+v: want one file on the node filesystem", c.Logs)
 	}
+	// Volumes: each directory and its file.
+	if v := p.VolumeStats; len(v) != 2 || v[0].Name != "cache" || val(v[0].InodesUsed) != 2 || v[1].Name != "token" ||
+		val(v[1].InodesUsed) != 2 || v[0].CapacityBytes == nil {
+		t.Errorf("volume stats %+v: want cache and token, 2 inodes each, with their filesystem's capacity", v)
+	}
 	// Ephemeral storage: the writable layer (3 inodes), the container's
-	// log (1) and the pod's own log file (1).
-	if e := p.EphemeralStorage; e == nil || val(e.InodesUsed) != 5 || deref(e.UsedBytes) < 4096 {
-		t.Errorf("ephemeral storage %+v: want 5 inodes, at least the writable layer's bytes", e)
+	// log (1), the pod's own log file (1), /etc/hosts (1) and the emptyDir
+	// (2) when it is on disk; not the secret, which a kubelet keeps in
+	// memory.
+	wantInodes := uint64(6)
+	if !isTmpfs(n.pods) {
+		wantInodes += 2
+	}
+	if e := p.EphemeralStorage; e == nil || val(e.InodesUsed) != wantInodes || deref(e.UsedBytes) < 4096 {
+		t.Errorf("ephemeral storage %+v: want %d inodes, at least the writable layer's bytes", e, wantInodes)
 	}
 
 	// only_cpu_and_memory: no filesystems.
@@ -461,5 +480,49 @@ func TestNoPods(t *testing.T) {
 	s, err := n.p.Get(context.Background(), false)
 	if err != nil || s.Pods == nil || len(s.Pods) != 0 {
 		t.Fatalf("Get: %v, %v; want no pods", s, err)
+	}
+}
+
+// TestVolumeStatsPeriod: volumes are measured at most once a minute, as the
+// kubelet's volumeStatsAggPeriod, and forgotten with their pod.
+func TestVolumeStatsPeriod(t *testing.T) {
+	ctx := context.Background()
+	n := newNode(t)
+	tokenInodes := func() uint64 {
+		t.Helper()
+		s, err := n.p.Get(ctx, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, v := range onlyPod(t, s).VolumeStats {
+			if v.Name == "token" {
+				return val(v.InodesUsed)
+			}
+		}
+		t.Fatal("no token volume")
+		return 0
+	}
+	if got := tokenInodes(); got != 2 {
+		t.Fatalf("token: %d inodes, want 2", got)
+	}
+	writeFiles(t, filepath.Join(n.pods, "uid-web", "volumes", "kubernetes.io~secret", "token"), map[string]string{"ca.crt": "x\n"})
+	n.clock.Set(t0.Add(30 * time.Second))
+	if got := tokenInodes(); got != 2 {
+		t.Fatalf("30 s later: %d inodes, want the measurement of t0 (2)", got)
+	}
+	n.clock.Set(t0.Add(61 * time.Second))
+	if got := tokenInodes(); got != 3 {
+		t.Fatalf("61 s later: %d inodes, want a new measurement (3)", got)
+	}
+	n.rt.mu.Lock()
+	n.rt.sandboxStats = []*runtimeapi.PodSandboxStats{}
+	n.rt.mu.Unlock()
+	if _, err := n.p.Get(ctx, false); err != nil {
+		t.Fatal(err)
+	}
+	n.p.volumes.mu.Lock()
+	defer n.p.volumes.mu.Unlock()
+	if len(n.p.volumes.pods) != 0 {
+		t.Fatalf("volume measurements %v kept for pods no longer listed", n.p.volumes.pods)
 	}
 }
