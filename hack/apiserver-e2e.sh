@@ -3,7 +3,8 @@
 #
 # Outside any namespace it builds what the test needs: kube-apiserver and
 # kubectl (hack/lib/kube.sh, cached in $SPLITLET_CACHE), the distribution
-# registry (hack/lib/registry.sh, cached too), Debian's etcd-server,
+# registry (hack/lib/registry.sh, cached too), metrics-server (for kubectl
+# top; cached there too), Debian's etcd-server,
 # containerd, runc and busybox-static, the test images (hack/images.sh),
 # splitlet's binaries and the test binary (services/sync/test/apiserver).
 # As root it then re-runs itself in a new network namespace (unshare --net),
@@ -28,6 +29,15 @@ source "$root/hack/lib/kube.sh"
 # shellcheck source-path=SCRIPTDIR source=lib/registry.sh
 source "$root/hack/lib/registry.sh"
 
+# build_metrics_server builds metrics-server from the module proxy into the
+# cache (its own go.mod pins its Kubernetes libraries).
+build_metrics_server() {
+  [ -x "$METRICS_SERVER_BIN" ] && return
+  log "building metrics-server $METRICS_SERVER_VERSION"
+  GOWORK=off CGO_ENABLED=0 GOBIN=$(dirname "$METRICS_SERVER_BIN") \
+    go install "sigs.k8s.io/metrics-server/cmd/metrics-server@$METRICS_SERVER_VERSION"
+}
+
 # run_tests starts the API server (and, given a work directory, containerd)
 # and runs the test binary; everything stops on return.
 run_tests() {
@@ -44,12 +54,17 @@ run_tests() {
   fi
   # shellcheck disable=SC2086 # E2E_GO_TEST_FLAGS is a list of flags.
   (cd "$root/services/sync/test/apiserver" &&
-    SPLITLET_KUBE_BIN_DIR=$KUBE_BIN_DIR SPLITLET_BIN_DIR=$root/bin \
+    SPLITLET_KUBE_BIN_DIR=$KUBE_BIN_DIR SPLITLET_BIN_DIR=$root/bin SPLITLET_METRICS_SERVER=$METRICS_SERVER_BIN \
     "$workdir/apiserver.test" -test.count=1 -test.v -test.timeout=10m ${E2E_GO_TEST_FLAGS:-})
 }
 
 if [ "${1:-}" = inner ]; then
   ip link set lo up
+  # A node address the API server will proxy nodes/proxy to (it refuses
+  # loopback): TEST-NET-1 on lo, so nothing leaves the namespace; the node
+  # API's certificate (hack/apiserver.sh) names it.
+  ip addr add 192.0.2.10/32 dev lo
+  export SPLITLET_NODE_IP=192.0.2.10
   run_tests "$2" 1
   exit
 fi
@@ -60,6 +75,7 @@ e2e_workdir splitlet-api
 
 start=$SECONDS
 kube_build kube-apiserver kubectl
+build_metrics_server
 kube_install_etcd
 make -C "$root" build >/dev/null
 # Built here: the namespace has no route to the module proxy.

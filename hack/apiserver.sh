@@ -15,6 +15,10 @@
 #                             server's kubelet-client.crt, and node-api.crt/.key
 #                             for a node API on 127.0.0.1)
 #
+# The API server aggregates extension API servers (front-proxy client
+# certificate, --enable-aggregator-routing), so a test can register
+# metrics-server.
+#
 # etcd comes from Debian (etcd-server, installed when missing). kube-apiserver
 # is built from the k8s.io/kubernetes module served by the Go module proxy
 # (hack/lib/kube.sh).
@@ -46,6 +50,7 @@ build() {
 certs() {
 	local pki=$dir/pki
 	kubelet_certs
+	aggregator_certs
 	[[ -f $pki/ca.crt ]] && return
 	mkdir -p "$pki"
 	(
@@ -64,6 +69,7 @@ certs() {
 		openssl rsa -in sa.key -pubout -out sa.pub 2>/dev/null
 	)
 	kubelet_certs
+	aggregator_certs
 	# Static tokens: an admin, and a node identity in system:nodes (RBAC, not
 	# the Node authorizer, decides what it may do: deploy/daemonset/rbac.yaml).
 	printf '%s,admin,admin,system:masters\n' "$(token admin)" >"$pki/tokens.csv"
@@ -73,7 +79,9 @@ certs() {
 # kubelet_certs makes what the API server's proxy to a node API needs, signed
 # by the test CA: its kubelet client certificate (the user the node API
 # authorizes, as kubeadm names it) and a serving certificate for a node API
-# on 127.0.0.1, verified with --kubelet-certificate-authority.
+# on 127.0.0.1 or 192.0.2.10 (the node address hack/apiserver-e2e.sh puts on
+# lo in its namespace: the API server's nodes/proxy refuses loopback),
+# verified with --kubelet-certificate-authority.
 kubelet_certs() {
 	local pki=$dir/pki
 	[[ -f $pki/node-api.crt ]] && return
@@ -85,10 +93,27 @@ kubelet_certs() {
 			-keyout kubelet-client.key -out kubelet-client.csr 2>/dev/null
 		openssl x509 -req -in kubelet-client.csr -CA ca.crt -CAkey ca.key -CAcreateserial -days 365 \
 			-extfile kubelet-client.ext -out kubelet-client.crt 2>/dev/null
-		printf 'subjectAltName=IP:127.0.0.1\nextendedKeyUsage=serverAuth\n' >node-api.ext
+		printf 'subjectAltName=IP:127.0.0.1,IP:192.0.2.10\nextendedKeyUsage=serverAuth\n' >node-api.ext
 		openssl req -newkey rsa:2048 -nodes -subj "/CN=splitlet-node-api" -keyout node-api.key -out node-api.csr 2>/dev/null
 		openssl x509 -req -in node-api.csr -CA ca.crt -CAkey ca.key -CAcreateserial -days 365 \
 			-extfile node-api.ext -out node-api.crt 2>/dev/null
+	)
+}
+
+# aggregator_certs makes the API server's front-proxy client certificate,
+# signed by the test CA, with which the aggregator calls an extension API
+# server (metrics-server) on behalf of the user it names in X-Remote-User.
+aggregator_certs() {
+	local pki=$dir/pki
+	[[ -f $pki/front-proxy-client.crt ]] && return
+	[[ -f $pki/ca.crt ]] || return 0
+	(
+		cd "$pki"
+		printf 'extendedKeyUsage=clientAuth\n' >front-proxy-client.ext
+		openssl req -newkey rsa:2048 -nodes -subj "/CN=front-proxy-client" \
+			-keyout front-proxy-client.key -out front-proxy-client.csr 2>/dev/null
+		openssl x509 -req -in front-proxy-client.csr -CA ca.crt -CAkey ca.key -CAcreateserial -days 365 \
+			-extfile front-proxy-client.ext -out front-proxy-client.crt 2>/dev/null
 	)
 }
 
@@ -142,6 +167,11 @@ start() {
 			--kubelet-client-certificate "$dir/pki/kubelet-client.crt" --kubelet-client-key "$dir/pki/kubelet-client.key" \
 			--kubelet-certificate-authority "$dir/pki/ca.crt" \
 			--kubelet-preferred-address-types InternalIP,Hostname \
+			--requestheader-client-ca-file "$dir/pki/ca.crt" --requestheader-allowed-names front-proxy-client \
+			--requestheader-username-headers X-Remote-User --requestheader-group-headers X-Remote-Group \
+			--requestheader-extra-headers-prefix X-Remote-Extra- \
+			--proxy-client-cert-file "$dir/pki/front-proxy-client.crt" --proxy-client-key-file "$dir/pki/front-proxy-client.key" \
+			--enable-aggregator-routing \
 			>"$dir/log/kube-apiserver.log" 2>&1 &
 		echo $! >"$dir/apiserver.pid"
 	fi

@@ -50,6 +50,7 @@ import (
 	"github.com/splitlet/splitlet/services/sync/internal/pullcreds"
 	"github.com/splitlet/splitlet/services/sync/internal/server"
 	"github.com/splitlet/splitlet/services/sync/internal/source"
+	"github.com/splitlet/splitlet/services/sync/internal/stats"
 	"github.com/splitlet/splitlet/services/sync/internal/statuskeep"
 	"github.com/splitlet/splitlet/services/sync/internal/store"
 	"github.com/splitlet/splitlet/services/sync/internal/syncloop"
@@ -216,11 +217,20 @@ func Run(ctx context.Context, cfg config.Config) error {
 	// port.
 	var api *nodeAPI
 	if cfg.NodeAPIAddr != "" {
-		if api, err = newNodeAPI(ctx, cfg, kubeClient, pods, rt, reg); err != nil {
+		// The kubelet's stats: /stats/summary and /metrics/resource, with
+		// CPU sampled every 10 s for runtimes that give no rate.
+		summary := stats.New(stats.Options{
+			NodeName: cfg.NodeName, Runtime: rt, Images: images,
+			Host:    stats.Host{CgroupRoot: cfg.CgroupRoot},
+			RootDir: cfg.StateDir, PodLogsRoot: cfg.PodLogsRoot, PodsDir: podsDir,
+			PodCgroupRoot: "/kubepods", // kuberuntime.CgroupfsPodCgroupParent's root
+		})
+		if api, err = newNodeAPI(ctx, cfg, kubeClient, pods, rt, summary, reg); err != nil {
 			return err
 		}
 		defer api.ln.Close()
 		go api.runAuth(ctx)
+		go summary.Run(ctx)
 	}
 	if kubeClient != nil {
 		// Static pods get mirror pods only where sync registers its Node:

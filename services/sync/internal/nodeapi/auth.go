@@ -132,16 +132,20 @@ var _ Auth = authPair{}
 // The kubelet's paths that map to their own subresource (server.go's path
 // constants, with healthz, configz, statusz and flagz from their packages).
 const (
-	statsPath       = "/stats/"
-	metricsPath     = "/metrics"
-	logsPath        = "/logs/"
-	checkpointPath  = "/checkpoint/"
-	podsPath        = "/pods"
-	runningPodsPath = "/runningpods/"
-	healthzPath     = "/healthz"
-	configzPath     = "/configz"
-	statuszPath     = "/statusz"
-	flagzPath       = "/flagz"
+	statsPath = "/stats/"
+	// statsSummaryPath and resourceMetricsPath are below statsPath and
+	// metricsPath, authorized as them.
+	statsSummaryPath    = "/stats/summary"
+	resourceMetricsPath = "/metrics/resource"
+	metricsPath         = "/metrics"
+	logsPath            = "/logs/"
+	checkpointPath      = "/checkpoint/"
+	podsPath            = "/pods"
+	runningPodsPath     = "/runningpods/"
+	healthzPath         = "/healthz"
+	configzPath         = "/configz"
+	statuszPath         = "/statusz"
+	flagzPath           = "/flagz"
 )
 
 // isSubpath is the kubelet's: path itself or anything below it.

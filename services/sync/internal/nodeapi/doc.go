@@ -12,6 +12,8 @@
 //	/attach/{namespace}/{pod}[/{uid}]/{container} the container's process, streamed
 //	/portForward/{namespace}/{pod}[/{uid}]        the pod's ports, streamed
 //	/metrics                                      sync's Prometheus registry
+//	/stats/summary                                the kubelet's stats Summary (only_cpu_and_memory=true for less)
+//	/metrics/resource                             the kubelet's resource metrics, from the same stats
 //
 // Streams are the runtime's: exec, attach and port-forward ask it (CRI
 // Exec, Attach, PortForward) for a streaming URL and proxy the client's
@@ -30,7 +32,9 @@
 //
 //	auth, runAuth, err := nodeapi.BuildAuth(nodeapi.AuthOptions{NodeName: node, Client: kubeClient, ClientCAFile: ca})
 //	go runAuth(ctx)
-//	srv := nodeapi.New(nodeapi.Options{Pods: podManager, Runtime: criClient, Metrics: reg, Auth: auth})
+//	summary := stats.New(stats.Options{NodeName: node, Runtime: criClient, Images: imageClient, RootDir: dir})
+//	go summary.Run(ctx)
+//	srv := nodeapi.New(nodeapi.Options{Pods: podManager, Runtime: criClient, Stats: summary, Metrics: reg, Auth: auth})
 //	tlsConfig, err := nodeapi.TLSConfig(nodeapi.TLSOptions{CertFile: c, KeyFile: k, CertDir: dir, Host: node})
 //	httpSrv := nodeapi.NewHTTPServer(addr, srv, tlsConfig)
 package nodeapi

@@ -50,6 +50,9 @@ type Options struct {
 	Runtime  Runtime
 	// Metrics is served on /metrics.
 	Metrics prometheus.Gatherer
+	// Stats serves /stats/summary and /metrics/resource; nil serves
+	// neither.
+	Stats SummaryProvider
 	// Auth authenticates and authorizes every request (BuildAuth).
 	Auth Auth
 	// Healthy is the kubelet's syncloop health check for /healthz; nil is
@@ -92,6 +95,11 @@ func New(opts Options) *Server {
 		mux.HandleFunc(method+" /portForward/{podNamespace}/{podID}/{uid}", s.getPortForward)
 	}
 	mux.Handle("GET "+metricsPath, promhttp.HandlerFor(opts.Metrics, promhttp.HandlerOpts{}))
+	if opts.Stats != nil {
+		mux.HandleFunc("GET "+statsSummaryPath, s.getStatsSummary)
+		mux.HandleFunc("POST "+statsSummaryPath, s.getStatsSummary)
+		mux.HandleFunc("GET "+resourceMetricsPath, s.getResourceMetrics)
+	}
 	s.handler = withAuth(opts.Auth, opts.NodeName, mux)
 	return s
 }

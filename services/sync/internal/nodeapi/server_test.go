@@ -236,6 +236,8 @@ var admin = fakeAuth{allowed: map[string][]string{
 	"pods":   {"pods"},
 	"scrape": {"metrics"},
 	"health": {"healthz"},
+	"stats":  {"stats"},
+	"proxy":  {"proxy"},
 }}
 
 func get(t *testing.T, h http.Handler, path, token string) (int, string) {

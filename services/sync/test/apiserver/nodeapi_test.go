@@ -7,6 +7,7 @@ import (
 	"crypto/x509"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -197,12 +198,19 @@ func TestNodeAPIThroughAPIServer(t *testing.T) {
 // returns once the Node carries the node API's port and an InternalIP.
 func nodeAPIStack(t *testing.T, pki, runtimeEndpoint string) (kubernetes.Interface, *stack, string, int32) {
 	t.Helper()
+	return nodeAPIStackAt(t, pki, runtimeEndpoint, "127.0.0.1")
+}
+
+// nodeAPIStackAt is nodeAPIStack with the node API on ip, the Node's
+// InternalIP.
+func nodeAPIStackAt(t *testing.T, pki, runtimeEndpoint, ip string) (kubernetes.Interface, *stack, string, int32) {
+	t.Helper()
 	admin, _ := kubeClient(t)
 	bindClusterRole(t, admin, "splitlet-test-kubelet-api-admin", "system:kubelet-api-admin",
 		rbacv1.Subject{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: kubeletClientUser})
 	client, s, node := nodeStackOn(t, runtimeEndpoint,
-		"--node-api-addr=127.0.0.1:0",
-		"--node-ip=127.0.0.1",
+		"--node-api-addr="+net.JoinHostPort(ip, "0"),
+		"--node-ip="+ip,
 		"--client-ca-file="+filepath.Join(pki, "ca.crt"),
 		"--node-api-tls-cert-file="+filepath.Join(pki, "node-api.crt"),
 		"--node-api-tls-private-key-file="+filepath.Join(pki, "node-api.key"),
@@ -216,7 +224,7 @@ func nodeAPIStack(t *testing.T, pki, runtimeEndpoint string) (kubernetes.Interfa
 		port = n.Status.DaemonEndpoints.KubeletEndpoint.Port
 		internal := false
 		for _, a := range n.Status.Addresses {
-			internal = internal || a.Type == v1.NodeInternalIP && a.Address == "127.0.0.1"
+			internal = internal || a.Type == v1.NodeInternalIP && a.Address == ip
 		}
 		return port > 0 && internal, fmt.Sprintf("port %d, addresses %v", port, n.Status.Addresses)
 	})
