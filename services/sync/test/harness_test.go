@@ -3,6 +3,7 @@ package test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"os"
@@ -175,7 +176,7 @@ func waitFor(t *testing.T, timeout time.Duration, what string, cond func() (bool
 // operation_type sync, absent (0) until the first.
 func (s *stack) resyncs() (int, error) {
 	v, err := s.Metric(`kubelet_pod_worker_duration_seconds_count{operation_type="sync"}`)
-	if err != nil && strings.HasPrefix(err.Error(), "no ") {
+	if errors.Is(err, launcher.ErrNoMetric) {
 		return 0, nil
 	}
 	return int(v), err
