@@ -2,6 +2,7 @@ package stack
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -106,7 +107,12 @@ func RunContainerdTests(m *testing.M, cfg Config, use func(*Stack), ready ...str
 	return code
 }
 
-// Metric reads one unlabelled sample from sync's /metrics.
+// ErrNoMetric is what Metric wraps when sync's /metrics has no such sample
+// (yet: a counter with labels appears with its first increment).
+var ErrNoMetric = errors.New("no such metric")
+
+// Metric reads one sample from sync's /metrics: name is the metric's name
+// and, for a labelled sample, its labels exactly as exposed.
 func (s *Stack) Metric(name string) (float64, error) {
 	resp, err := http.Get(s.SyncURL() + "/metrics")
 	if err != nil {
@@ -122,5 +128,5 @@ func (s *Stack) Metric(name string) (float64, error) {
 			return strconv.ParseFloat(v, 64)
 		}
 	}
-	return 0, fmt.Errorf("no %s in sync's /metrics", name)
+	return 0, fmt.Errorf("%w: %s in sync's /metrics", ErrNoMetric, name)
 }

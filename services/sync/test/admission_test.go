@@ -3,9 +3,12 @@ package test
 import (
 	"context"
 	"fmt"
+	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -41,6 +44,47 @@ func admissionStack(t *testing.T, opts stackOptions, config func(rootDir string)
 	t.Helper()
 	opts.admission = config
 	return startStack(t, opts)
+}
+
+// admitCounter stands where the admission service was: it answers every
+// call 503, so sync still gets no decision, and counts the Admit and
+// AdmitPods calls (sync's eviction watch calls it too, and is not counted).
+type admitCounter struct {
+	srv  *http.Server
+	n    atomic.Int32
+	done chan struct{}
+}
+
+func countAdmits(t *testing.T, addr string) *admitCounter {
+	t.Helper()
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &admitCounter{done: make(chan struct{})}
+	var protocols http.Protocols
+	protocols.SetHTTP1(true)
+	protocols.SetUnencryptedHTTP2(true)
+	c.srv = &http.Server{Protocols: &protocols, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasSuffix(r.URL.Path, "/Admit") || strings.HasSuffix(r.URL.Path, "/AdmitPods") {
+			c.n.Add(1)
+		}
+		http.Error(w, "admission is down", http.StatusServiceUnavailable)
+	})}
+	go func() {
+		defer close(c.done)
+		_ = c.srv.Serve(l)
+	}()
+	t.Cleanup(c.close)
+	return c
+}
+
+func (c *admitCounter) count() int { return int(c.n.Load()) }
+
+// close stops serving and frees the address; it is safe to call twice.
+func (c *admitCounter) close() {
+	_ = c.srv.Close()
+	<-c.done
 }
 
 // sandboxesOf counts the runtime's sandboxes of the pod.
@@ -201,8 +245,15 @@ func TestAdmissionUnavailableWaits(t *testing.T) {
 	if c := condition(pod, v1.PodScheduled); c == nil || c.Status != v1.ConditionFalse || c.Reason != "AdmissionUnavailable" {
 		t.Errorf("PodScheduled = %+v, want False/AdmissionUnavailable", c)
 	}
-	// It keeps waiting (retries fail) and nothing reaches the runtime.
-	time.Sleep(2 * time.Second)
+	// It keeps waiting (retries fail) and nothing reaches the runtime. A
+	// stand-in on admission's address fails each retry as before, and
+	// counts them.
+	retries := countAdmits(t, addr)
+	waitFor(t, 20*time.Second, "two admission retries", func() (bool, string) {
+		n := retries.count()
+		return n >= 2, fmt.Sprintf("%d retries", n)
+	})
+	retries.close()
 	if p := s.get("web"); p.Status.Phase != v1.PodPending {
 		t.Errorf("phase = %s while admission is down", p.Status.Phase)
 	}
@@ -226,7 +277,9 @@ func TestAdmissionUnavailableWaits(t *testing.T) {
 	before := s.containers(uid)
 	s.Admission.Stop(10 * time.Second)
 	s.restartSync()
-	time.Sleep(2 * time.Second)
+	// The restarted sync resyncs the pod twice after its first sync: it
+	// had every chance to stop it.
+	s.waitResyncs(2)
 	if p := s.get("web"); p.Status.Phase != v1.PodRunning || p.Status.Reason != "" {
 		t.Errorf("after a sync restart without admission: %s/%s, want Running", p.Status.Phase, p.Status.Reason)
 	}

@@ -78,7 +78,9 @@ spec:
 	if cs := containerStatus(pod, "setup"); cs == nil || cs.State.Terminated == nil || cs.State.Terminated.ExitCode != 3 {
 		t.Errorf("setup status = %+v, want terminated with exit 3", cs)
 	}
-	time.Sleep(time.Second)
+	// The failed pod's worker finishes: nothing can create the app
+	// container after that.
+	s.waitWorkerFinished(uid)
 	for _, c := range s.containers(uid) {
 		if c.GetMetadata().GetName() == "app" {
 			t.Fatalf("app container was created although init failed")
@@ -154,8 +156,11 @@ func TestRestartKeepsContainers(t *testing.T) {
 	id := containerStatus(before, "app").ContainerID
 
 	s.restartSync()
-	// Let several resyncs and housekeeping passes happen.
-	time.Sleep(2 * time.Second)
+	// Six resyncs of the restarted sync, 500 ms apart once the pod runs
+	// steadily, span 2.5 s: more than the 2 s housekeeping period, whose
+	// ticker started before the pod's first sync. The adopted pod was synced
+	// again and again and housekeeping had its pass.
+	s.waitResyncs(6)
 	after := s.waitPod("web", 15*time.Second, "Running again", func(p *v1.Pod) bool { return p.Status.Phase == v1.PodRunning })
 	if string(after.UID) != uid {
 		t.Errorf("UID after restart = %s, want %s", after.UID, uid)
@@ -196,12 +201,18 @@ spec:
 			t.Errorf("Apply error %q does not name %q", err, want)
 		}
 	}
-	time.Sleep(time.Second)
+	// A pod applied after it runs: updates reach the sync loop in order, so
+	// whatever the rejected Apply might have wrongly started has been
+	// handed to sync by then.
+	marker := s.apply(webPod).GetPods()[0].GetUid()
+	s.waitPod("web", 15*time.Second, "Running", func(p *v1.Pod) bool { return p.Status.Phase == v1.PodRunning })
 	if p := s.get("fine"); p != nil {
 		t.Errorf("the valid document of a rejected manifest was applied")
 	}
-	if n := len(s.sandboxes()); n != 0 {
-		t.Errorf("runtime has %d sandboxes, want none", n)
+	for _, sb := range s.sandboxes() {
+		if uid := sb.GetLabels()["io.kubernetes.pod.uid"]; uid != marker {
+			t.Errorf("runtime has a sandbox of pod %s, want only the later pod's", uid)
+		}
 	}
 }
 

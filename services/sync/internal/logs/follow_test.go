@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -42,6 +44,14 @@ type followFixture struct {
 	path   string
 	out    *syncBuffer
 	exited atomic.Bool
+	// eofChecks counts the calls of ContainerExited: the follow makes one
+	// each time a read pass has caught up with the file.
+	eofChecks atomic.Int32
+}
+
+func (f *followFixture) containerExited() bool {
+	f.eofChecks.Add(1)
+	return f.exited.Load()
 }
 
 func (f *followFixture) append(s string) {
@@ -56,16 +66,34 @@ func (f *followFixture) append(s string) {
 	}
 }
 
+// waitUntil polls cond until it holds, failing the test after 10 s.
+func (f *followFixture) waitUntil(what string, cond func() bool) {
+	f.t.Helper()
+	deadline := time.After(10 * time.Second)
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	for !cond() {
+		select {
+		case <-deadline:
+			f.t.Fatalf("timed out waiting for %s; output %q", what, f.out.String())
+		case <-tick.C:
+		}
+	}
+}
+
 // waitOut waits until the output ends with suffix.
 func (f *followFixture) waitOut(suffix string) {
 	f.t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !strings.HasSuffix(f.out.String(), suffix) {
-		if time.Now().After(deadline) {
-			f.t.Fatalf("output %q never ended with %q", f.out.String(), suffix)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	f.waitUntil("the output to end with "+strconv.Quote(suffix), func() bool { return strings.HasSuffix(f.out.String(), suffix) })
+}
+
+// waitPasses waits until n read passes have started and caught up with the
+// file since the call. The first catch-up seen may end a pass that began
+// before the call, so n >= 2 proves one read everything written before it.
+func (f *followFixture) waitPasses(n int32) {
+	f.t.Helper()
+	want := f.eofChecks.Load() + n
+	f.waitUntil(fmt.Sprintf("%d read passes", n), func() bool { return f.eofChecks.Load() >= want })
 }
 
 func TestFollow(t *testing.T) {
@@ -98,7 +126,9 @@ func TestFollow(t *testing.T) {
 			script: func(f *followFixture) {
 				f.waitOut("a\n")
 				f.append(strings.TrimSuffix(crl(2, "stdout", "F", "par"), "\n"))
-				time.Sleep(3 * pollInterval)
+				// Read passes woken by the write and by a poll tick have
+				// seen the half line and must have put it back.
+				f.waitPasses(3)
 				if got := f.out.String(); got != "a\n" {
 					f.t.Errorf("half-written line leaked: %q", got)
 				}
@@ -183,7 +213,7 @@ func TestFollow(t *testing.T) {
 			f := &followFixture{t: t, path: writeLog(t, tc.initial), out: &syncBuffer{}}
 			opts := tc.opts
 			opts.Follow = true
-			opts.ContainerExited = f.exited.Load
+			opts.ContainerExited = f.containerExited
 			done := make(chan error, 1)
 			go func() { done <- ReadLogs(context.Background(), f.path, opts, f.out, f.out) }()
 			tc.script(f)

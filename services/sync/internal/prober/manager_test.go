@@ -192,7 +192,13 @@ func TestManagerEndToEnd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	gs := grpc.NewServer()
+	// Counts the startup probes, so the test can wait for several to have
+	// failed rather than for a guessed time.
+	var startupProbes atomic.Int32
+	gs := grpc.NewServer(grpc.UnaryInterceptor(func(ctx context.Context, req any, _ *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+		startupProbes.Add(1)
+		return h(ctx, req)
+	}))
 	healthpb.RegisterHealthServer(gs, hs)
 	go func() { _ = gs.Serve(gl) }()
 	defer gs.Stop()
@@ -282,8 +288,10 @@ func TestManagerEndToEnd(t *testing.T) {
 		}
 	}()
 
-	// While the startup probe fails, nothing else runs.
-	time.Sleep(150 * time.Millisecond)
+	// While the startup probe fails, nothing else runs: ten failed startup
+	// probes are ten probe periods, in which the readiness and liveness
+	// workers (same period) had their turns too.
+	eventually(t, "ten failed startup probes", func() bool { return startupProbes.Load() >= 10 })
 	if s := current(); *s.ContainerStatuses[0].Started || s.ContainerStatuses[0].Ready {
 		t.Fatalf("started/ready before the startup probe passed: %+v", s.ContainerStatuses[0])
 	}

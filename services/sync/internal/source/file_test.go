@@ -82,8 +82,19 @@ func TestFileSourceWatches(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go NewFileSource(dir, "node1", time.Hour, cfg, nil).Run(ctx)
-	// Give the first read and the watch time to be set up.
-	time.Sleep(200 * time.Millisecond)
+	// Run adds the watch before its first read and Set, and only Set marks
+	// the source seen: once it is, the directory is watched, and a file
+	// written now was not in that first read.
+	deadline := time.After(5 * time.Second)
+	tick := time.NewTicker(time.Millisecond)
+	defer tick.Stop()
+	for !cfg.SeenAllSources() {
+		select {
+		case <-deadline:
+			t.Fatal("the file source never made its first read")
+		case <-tick.C:
+		}
+	}
 	if err := os.WriteFile(filepath.Join(dir, "p.yaml"),
 		[]byte("apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers: [{name: c, image: i}]\n"), 0o644); err != nil {
 		t.Fatal(err)

@@ -119,17 +119,6 @@ func condition(s v1.PodStatus, ct v1.PodConditionType) *v1.PodCondition {
 	return nil
 }
 
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
 func TestHandlePodAdditionsAdmitsInCreationOrder(t *testing.T) {
 	h := newAdmitHarness(t, FailurePolicyFail)
 	ctx := context.Background()
@@ -155,7 +144,7 @@ func TestTerminalPodIsNotAdmittedAgain(t *testing.T) {
 	if calls := h.ad.callLog(); len(calls) != 0 {
 		t.Errorf("Admit called %v for a terminal pod", calls)
 	}
-	eventually(t, "terminal pod's worker finished", func() bool { return h.k.workers.IsPodKnownTerminated(pod.UID) })
+	waitFor(t, "terminal pod's worker finished", func() bool { return h.k.workers.IsPodKnownTerminated(pod.UID) })
 	if s := h.status(t, pod.UID); s.Phase != v1.PodFailed {
 		t.Errorf("phase = %s, want Failed kept", s.Phase)
 	}
@@ -329,7 +318,7 @@ func TestPreemptionKillsVictimsThenAdmits(t *testing.T) {
 	if last := calls[len(calls)-1]; last.pod != "critical" || len(last.active) != 0 {
 		t.Errorf("second Admit call = %+v, want critical without the victim", last)
 	}
-	eventually(t, "victim status final", func() bool {
+	waitFor(t, "victim status final", func() bool {
 		s, _ := h.pm.GetPodStatus(victim.UID)
 		return s.Phase == v1.PodFailed && s.Reason == "Preempting"
 	})
@@ -367,11 +356,11 @@ func TestEvictPod(t *testing.T) {
 			}
 		})
 	}
-	eventually(t, "evicted pod terminated", func() bool { return h.k.workers.IsPodKnownTerminated(pod.UID) })
+	waitFor(t, "evicted pod terminated", func() bool { return h.k.workers.IsPodKnownTerminated(pod.UID) })
 	if g := h.rt.graceOf(pod.UID); g == nil || *g != 0 {
 		t.Errorf("evicted with grace %v, want the override 0", g)
 	}
-	eventually(t, "evicted status", func() bool {
+	waitFor(t, "evicted status", func() bool {
 		s, _ := h.pm.GetPodStatus(pod.UID)
 		return s.Phase == v1.PodFailed && s.Reason == ReasonEvicted && s.Message == "The node was low on resource: memory."
 	})
@@ -585,7 +574,7 @@ func TestBatchPreemptionInTheMiddle(t *testing.T) {
 			t.Errorf("pod %s has no worker", p.Name)
 		}
 	}
-	eventually(t, "victim status final", func() bool {
+	waitFor(t, "victim status final", func() bool {
 		s, _ := h.pm.GetPodStatus(victim.UID)
 		return s.Phase == v1.PodFailed && s.Reason == "Preempting"
 	})

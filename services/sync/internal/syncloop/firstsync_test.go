@@ -80,7 +80,10 @@ func TestFirstSyncReadsOnlyWhenTheRuntimeMayHoldThePod(t *testing.T) {
 			desc: "a relist after the forget listed nothing: no read",
 			before: func(k *Kubelet) {
 				k.forgetPodStatus(uid)
-				time.Sleep(time.Millisecond)
+				// The relist must begin after the forget: wait for the
+				// clock to move past it.
+				for forgotBy := time.Now(); !time.Now().After(forgotBy); {
+				}
 				k.pleg.relist(ctx)
 			},
 			wantReads: 0,

@@ -103,28 +103,17 @@ func TestHandlePodCleanups(t *testing.T) {
 	pm.AddPod(&v1.Pod{ObjectMeta: metav1.ObjectMeta{UID: "desired", Name: "d", Namespace: "default"}})
 
 	k.HandlePodCleanups(ctx)
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		if killed, _ := rt.state("orphan"); killed && k.workers.IsPodKnownTerminated("orphan") {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the orphan was not killed")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	waitFor(t, "the orphan is killed", func() bool {
+		killed, _ := rt.state("orphan")
+		return killed && k.workers.IsPodKnownTerminated("orphan")
+	})
 	// The worker finishes (SyncTerminatedPod) right after; the next
 	// housekeeping pass forgets it and removes the leftovers.
-	for {
+	waitFor(t, "the orphan's leftovers are removed", func() bool {
 		k.HandlePodCleanups(ctx)
-		if _, removed := rt.state("orphan"); removed {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the orphan's leftovers were not removed")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		_, removed := rt.state("orphan")
+		return removed
+	})
 	// The cached listing still shows the removed orphan: it must not be
 	// killed again.
 	k.HandlePodCleanups(ctx)
@@ -193,16 +182,10 @@ func TestRunContainerGCRunsOncePerPeriod(t *testing.T) {
 	k := New(Options{ContainerGCPeriod: period}, source.NewPodConfig(), podmanager.New(), rt, &fakeCRI{})
 	start := time.Now()
 	go k.runContainerGC(ctx)
-	deadline := start.Add(10 * time.Second)
-	for {
-		if _, gcs := rt.counts(); gcs >= 3 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the container GC did not run three times")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	waitFor(t, "the container GC ran three times", func() bool {
+		_, gcs := rt.counts()
+		return gcs >= 3
+	})
 	// The first run is immediate, each later one waits a period.
 	if elapsed := time.Since(start); elapsed < 2*period {
 		t.Errorf("3 garbage collections within %s, faster than one per %s", elapsed, period)
@@ -227,14 +210,8 @@ func TestRelistFeedsOrphanScan(t *testing.T) {
 	if lists, _ := rt.counts(); lists != 0 {
 		t.Errorf("housekeeping listed the node %d times after a fresh relist, want 0", lists)
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		if killed, _ := rt.state("orphan"); killed {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the orphan the relist listed was not killed")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	waitFor(t, "the orphan the relist listed is killed", func() bool {
+		killed, _ := rt.state("orphan")
+		return killed
+	})
 }

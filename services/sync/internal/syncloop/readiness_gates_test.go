@@ -37,7 +37,7 @@ func TestReadinessGateReconcile(t *testing.T) {
 		s, _ := pm.GetPodStatus(uid)
 		return condition(s, v1.PodReady)
 	}
-	eventually(t, "Ready False for the missing gate", func() bool {
+	waitFor(t, "Ready False for the missing gate", func() bool {
 		c := ready()
 		return c != nil && c.Status == v1.ConditionFalse && c.Reason == "ReadinessGatesNotReady"
 	})
@@ -59,7 +59,7 @@ func TestReadinessGateReconcile(t *testing.T) {
 			reconciled.Status.Conditions = append(reconciled.Status.Conditions, v1.PodCondition{Type: gate, Status: step.gateStatus})
 		}
 		k.HandlePodReconcile(ctx, []*v1.Pod{reconciled})
-		eventually(t, "Ready "+string(step.wantReady)+" after the gate turned "+string(step.gateStatus), func() bool {
+		waitFor(t, "Ready "+string(step.wantReady)+" after the gate turned "+string(step.gateStatus), func() bool {
 			c := ready()
 			return c != nil && c.Status == step.wantReady
 		})

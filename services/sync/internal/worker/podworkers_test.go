@@ -4,6 +4,7 @@ import (
 	"context"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -82,57 +83,73 @@ func waitClosed(t *testing.T, ch chan struct{}, what string) {
 
 func int64p(v int64) *int64 { return &v }
 
+// The worker tests run in a synctest bubble: synctest.Wait returns once every
+// worker goroutine is blocked (on its wake channel, a gate or a timer), so "the
+// worker has done all it will do" is a condition, not a guess; time.Sleep inside
+// the bubble advances a fake clock, which is how a test lets resync periods pass.
+
 func TestUpdatesCoalesce(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	release := make(chan struct{})
-	h := &fakeHandler{gate: release, terminated: make(chan struct{})}
-	w := New(ctx, h, time.Hour, time.Hour, nil)
-	w.UpdatePod(UpdatePodOptions{UpdateType: SyncPodCreate, Pod: pod("v1")})
-	// Wait for the first sync to be in progress, then queue two updates.
-	deadline := time.Now().Add(5 * time.Second)
-	for calls, _, _ := h.snapshot(); len(calls) == 0; calls, _, _ = h.snapshot() {
-		if time.Now().After(deadline) {
-			t.Fatal("first sync never started")
+	synctest.Test(t, func(t *testing.T) {
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		release := make(chan struct{})
+		h := &fakeHandler{gate: release, terminated: make(chan struct{})}
+		w := New(ctx, h, time.Hour, time.Hour, nil)
+		w.UpdatePod(UpdatePodOptions{UpdateType: SyncPodCreate, Pod: pod("v1")})
+		// The first sync is in progress, blocked on the gate: queue two updates.
+		synctest.Wait()
+		if calls, _, _ := h.snapshot(); len(calls) != 1 {
+			t.Fatalf("calls %v, want the first sync in progress", calls)
 		}
-		time.Sleep(time.Millisecond)
-	}
-	w.UpdatePod(UpdatePodOptions{UpdateType: SyncPodUpdate, Pod: pod("v2")})
-	w.UpdatePod(UpdatePodOptions{UpdateType: SyncPodUpdate, Pod: pod("v3")})
-	h.mu.Lock()
-	h.gate = nil
-	h.mu.Unlock()
-	close(release)
-	time.Sleep(200 * time.Millisecond)
-	calls, images, _ := h.snapshot()
-	if len(images) != 2 || images[0] != "v1" || images[1] != "v3" {
-		t.Errorf("synced images %v (calls %v), want [v1 v3]: v2 replaced by the newer pending v3", images, calls)
-	}
+		w.UpdatePod(UpdatePodOptions{UpdateType: SyncPodUpdate, Pod: pod("v2")})
+		w.UpdatePod(UpdatePodOptions{UpdateType: SyncPodUpdate, Pod: pod("v3")})
+		h.mu.Lock()
+		h.gate = nil
+		h.mu.Unlock()
+		close(release)
+		// Every sync the updates cause has run once the worker is idle again.
+		synctest.Wait()
+		calls, images, _ := h.snapshot()
+		if len(images) != 2 || images[0] != "v1" || images[1] != "v3" {
+			t.Errorf("synced images %v (calls %v), want [v1 v3]: v2 replaced by the newer pending v3", images, calls)
+		}
+		cancel()
+		w.Wait()
+	})
 }
 
 func TestTerminalPodTerminatesOnce(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	h := &fakeHandler{terminal: true, terminated: make(chan struct{})}
-	w := New(ctx, h, 10*time.Millisecond, 10*time.Millisecond, nil)
-	w.UpdatePod(UpdatePodOptions{UpdateType: SyncPodCreate, Pod: pod("v1")})
-	waitClosed(t, h.terminated, "terminated")
-	time.Sleep(100 * time.Millisecond)
-	w.UpdatePod(UpdatePodOptions{UpdateType: SyncPodUpdate, Pod: pod("v2")})
-	time.Sleep(50 * time.Millisecond)
-	calls, _, _ := h.snapshot()
-	want := []string{"sync:create", "terminating", "terminated"}
-	if len(calls) != len(want) {
-		t.Fatalf("calls = %v, want %v (no resync or update after the worker finished)", calls, want)
-	}
-	for i := range want {
-		if calls[i] != want[i] {
-			t.Fatalf("calls = %v, want %v", calls, want)
+	synctest.Test(t, func(t *testing.T) {
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		h := &fakeHandler{terminal: true, terminated: make(chan struct{})}
+		w := New(ctx, h, 10*time.Millisecond, 10*time.Millisecond, nil)
+		w.UpdatePod(UpdatePodOptions{UpdateType: SyncPodCreate, Pod: pod("v1")})
+		waitClosed(t, h.terminated, "terminated")
+		// Ten resync periods of fake time pass, each timer's wake-up handled
+		// (synctest.Wait), before and after an update: a finished worker
+		// must act on neither.
+		time.Sleep(100 * time.Millisecond)
+		synctest.Wait()
+		w.UpdatePod(UpdatePodOptions{UpdateType: SyncPodUpdate, Pod: pod("v2")})
+		time.Sleep(100 * time.Millisecond)
+		synctest.Wait()
+		calls, _, _ := h.snapshot()
+		want := []string{"sync:create", "terminating", "terminated"}
+		if len(calls) != len(want) {
+			t.Fatalf("calls = %v, want %v (no resync or update after the worker finished)", calls, want)
 		}
-	}
-	if !w.IsPodKnownTerminated("u1") || !w.Forget("u1") || w.IsKnown("u1") {
-		t.Errorf("finished worker: terminated %v, still known after Forget %v", w.IsPodKnownTerminated("u1"), w.IsKnown("u1"))
-	}
+		for i := range want {
+			if calls[i] != want[i] {
+				t.Fatalf("calls = %v, want %v", calls, want)
+			}
+		}
+		if !w.IsPodKnownTerminated("u1") || !w.Forget("u1") || w.IsKnown("u1") {
+			t.Errorf("finished worker: terminated %v, still known after Forget %v", w.IsPodKnownTerminated("u1"), w.IsKnown("u1"))
+		}
+		cancel()
+		w.Wait()
+	})
 }
 
 func TestGracePeriodOnlyShrinks(t *testing.T) {
@@ -146,34 +163,44 @@ func TestGracePeriodOnlyShrinks(t *testing.T) {
 		{desc: "a longer grace is ignored", first: 5, second: 30, wantGrace: []int64{5}},
 	} {
 		t.Run(tc.desc, func(t *testing.T) {
-			ctx, cancel := context.WithCancel(context.Background())
-			defer cancel()
-			h := &fakeHandler{termBlocks: true, terminated: make(chan struct{})}
-			w := New(ctx, h, time.Hour, time.Hour, nil)
-			w.UpdatePod(UpdatePodOptions{UpdateType: SyncPodKill, Pod: pod("v1"),
-				KillPodOptions: &KillPodOptions{PodTerminationGracePeriodSecondsOverride: int64p(tc.first)}})
-			time.Sleep(100 * time.Millisecond)
-			if !w.IsPodTerminationRequested("u1") {
-				t.Fatal("kill did not request termination")
-			}
-			w.UpdatePod(UpdatePodOptions{UpdateType: SyncPodKill, Pod: pod("v1"),
-				KillPodOptions: &KillPodOptions{PodTerminationGracePeriodSecondsOverride: int64p(tc.second)}})
-			if len(tc.wantGrace) == 1 {
-				// Nothing interrupts the blocked termination: end it.
-				time.Sleep(100 * time.Millisecond)
+			synctest.Test(t, func(t *testing.T) {
+				ctx, cancel := context.WithCancel(context.Background())
+				defer cancel()
+				h := &fakeHandler{termBlocks: true, terminated: make(chan struct{})}
+				w := New(ctx, h, time.Hour, time.Hour, nil)
+				w.UpdatePod(UpdatePodOptions{UpdateType: SyncPodKill, Pod: pod("v1"),
+					KillPodOptions: &KillPodOptions{PodTerminationGracePeriodSecondsOverride: int64p(tc.first)}})
+				// The termination is under way, blocked on its context.
+				synctest.Wait()
+				if !w.IsPodTerminationRequested("u1") {
+					t.Fatal("kill did not request termination")
+				}
+				if _, _, graces := h.snapshot(); len(graces) != 1 {
+					t.Fatalf("%d terminations started, want 1", len(graces))
+				}
+				w.UpdatePod(UpdatePodOptions{UpdateType: SyncPodKill, Pod: pod("v1"),
+					KillPodOptions: &KillPodOptions{PodTerminationGracePeriodSecondsOverride: int64p(tc.second)}})
+				if len(tc.wantGrace) == 1 {
+					// Whatever the second kill causes has happened once the
+					// worker is blocked again; nothing interrupts the
+					// blocked termination, so end it.
+					synctest.Wait()
+					cancel()
+					w.Wait()
+				} else {
+					waitClosed(t, h.terminated, "terminated")
+				}
+				_, _, graces := h.snapshot()
+				var got []int64
+				for _, g := range graces {
+					got = append(got, *g)
+				}
+				if len(got) != len(tc.wantGrace) || got[0] != tc.wantGrace[0] || got[len(got)-1] != tc.wantGrace[len(tc.wantGrace)-1] {
+					t.Errorf("termination grace periods = %v, want %v", got, tc.wantGrace)
+				}
 				cancel()
 				w.Wait()
-			} else {
-				waitClosed(t, h.terminated, "terminated")
-			}
-			_, _, graces := h.snapshot()
-			var got []int64
-			for _, g := range graces {
-				got = append(got, *g)
-			}
-			if len(got) != len(tc.wantGrace) || got[0] != tc.wantGrace[0] || got[len(got)-1] != tc.wantGrace[len(tc.wantGrace)-1] {
-				t.Errorf("termination grace periods = %v, want %v", got, tc.wantGrace)
-			}
+			})
 		})
 	}
 }

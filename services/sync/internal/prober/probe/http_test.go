@@ -111,7 +111,8 @@ func TestHTTP(t *testing.T) {
 		http.Redirect(w, r, "http://"+otherHost+"/ok", http.StatusMovedPermanently)
 	})
 	mux.HandleFunc("/loop", func(w http.ResponseWriter, r *http.Request) { http.Redirect(w, r, "/loop", http.StatusFound) })
-	mux.HandleFunc("/slow", func(w http.ResponseWriter, r *http.Request) { time.Sleep(300 * time.Millisecond) })
+	// Answers only once the prober has given up and gone.
+	mux.HandleFunc("/slow", func(w http.ResponseWriter, r *http.Request) { <-r.Context().Done() })
 	mux.HandleFunc("/big", func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, strings.Repeat("b", 30000)) })
 	srv := httptest.NewServer(mux)
 	defer srv.Close()
