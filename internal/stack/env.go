@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 // Environment variables the process and end-to-end tests read.
@@ -129,4 +130,34 @@ func (s *Stack) Metric(name string) (float64, error) {
 		}
 	}
 	return 0, fmt.Errorf("%w: %s in sync's /metrics", ErrNoMetric, name)
+}
+
+// Resyncs is how many periodic resyncs sync's pod workers have made since
+// sync (re)started: kubelet_pod_worker_duration_seconds with
+// operation_type sync, 0 until the first.
+func (s *Stack) Resyncs() (int, error) {
+	v, err := s.Metric(`kubelet_pod_worker_duration_seconds_count{operation_type="sync"}`)
+	if errors.Is(err, ErrNoMetric) {
+		return 0, nil
+	}
+	return int(v), err
+}
+
+// WaitResyncs waits up to timeout until sync's pod workers have made n
+// periodic resyncs more than when called: the evidence that sync had its
+// chances to act (or to wrongly act) on the pods it runs, before a test
+// checks that nothing changed.
+func (s *Stack) WaitResyncs(t TB, n int, timeout time.Duration) {
+	t.Helper()
+	base, err := s.Resyncs()
+	if err != nil {
+		t.Fatalf("read sync's resyncs: %v", err)
+	}
+	WaitFor(t, timeout, fmt.Sprintf("%d pod worker resyncs", n), func() (bool, string) {
+		got, err := s.Resyncs()
+		if err != nil {
+			return false, err.Error()
+		}
+		return got >= base+n, fmt.Sprintf("%d resyncs", got-base)
+	})
 }

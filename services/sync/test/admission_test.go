@@ -279,7 +279,7 @@ func TestAdmissionUnavailableWaits(t *testing.T) {
 	s.restartSync()
 	// The restarted sync resyncs the pod twice after its first sync: it
 	// had every chance to stop it.
-	s.waitResyncs(2)
+	s.WaitResyncs(t, 2, 30*time.Second)
 	if p := s.get("web"); p.Status.Phase != v1.PodRunning || p.Status.Reason != "" {
 		t.Errorf("after a sync restart without admission: %s/%s, want Running", p.Status.Phase, p.Status.Reason)
 	}

@@ -3,7 +3,6 @@ package test
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 	"os"
@@ -169,36 +168,6 @@ func waitFor(t *testing.T, timeout time.Duration, what string, cond func() (bool
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-}
-
-// resyncs returns how many periodic resyncs sync's pod workers have made
-// since sync (re)started: kubelet_pod_worker_duration_seconds with
-// operation_type sync, absent (0) until the first.
-func (s *stack) resyncs() (int, error) {
-	v, err := s.Metric(`kubelet_pod_worker_duration_seconds_count{operation_type="sync"}`)
-	if errors.Is(err, launcher.ErrNoMetric) {
-		return 0, nil
-	}
-	return int(v), err
-}
-
-// waitResyncs waits until sync's pod workers have made n periodic resyncs
-// more than when called: the evidence that sync had its chances to act (or
-// to wrongly act) on the pods it runs, before a test checks that nothing
-// changed.
-func (s *stack) waitResyncs(n int) {
-	s.t.Helper()
-	base, err := s.resyncs()
-	if err != nil {
-		s.t.Fatal(err)
-	}
-	waitFor(s.t, 30*time.Second, fmt.Sprintf("%d pod worker resyncs", n), func() (bool, string) {
-		got, err := s.resyncs()
-		if err != nil {
-			return false, err.Error()
-		}
-		return got >= base+n, fmt.Sprintf("%d resyncs", got-base)
-	})
 }
 
 // waitWorkerFinished waits until sync's log says the pod's worker finished

@@ -160,7 +160,7 @@ func TestRestartKeepsContainers(t *testing.T) {
 	// steadily, span 2.5 s: more than the 2 s housekeeping period, whose
 	// ticker started before the pod's first sync. The adopted pod was synced
 	// again and again and housekeeping had its pass.
-	s.waitResyncs(6)
+	s.WaitResyncs(t, 6, 30*time.Second)
 	after := s.waitPod("web", 15*time.Second, "Running again", func(p *v1.Pod) bool { return p.Status.Phase == v1.PodRunning })
 	if string(after.UID) != uid {
 		t.Errorf("UID after restart = %s, want %s", after.UID, uid)

@@ -201,17 +201,33 @@ func unimplemented(err error) bool {
 	return ok && s.Code() == codes.Unimplemented
 }
 
-// listPodStats is every pod's full stats: from ListPodSandboxStats (the
+// podStatsForm is how listPods turns the runtime's samples into a pod's
+// stats: in full, or CPU and memory only.
+type podStatsForm struct {
+	// container makes one container's stats.
+	container func(cs *runtimeapi.ContainerStats, c *runtimeapi.Container, sb *runtimeapi.PodSandbox) *statsapi.ContainerStats
+	// sandbox adds the pod-level figures of ListPodSandboxStats.
+	sandbox func(ps *statsapi.PodStats, sbs *runtimeapi.PodSandboxStats)
+	// finish completes a pod once its containers are in; nil for none.
+	finish func(ps *statsapi.PodStats)
+}
+
+// listPods is every pod's stats in form: from ListPodSandboxStats (the
 // kubelet's listPodStatsStrictlyFromCRI), or, when the runtime does not
 // implement it, from ListContainerStats with the pod's CPU and memory
 // summed over its containers (listPodStatsPartiallyFromCRI without
-// cAdvisor). update feeds this sample to the usageNanoCores cache.
-func (p *Provider) listPodStats(ctx context.Context, update bool, rootFs *fsInfo) ([]statsapi.PodStats, error) {
+// cAdvisor).
+func (p *Provider) listPods(ctx context.Context, form podStatsForm) ([]statsapi.PodStats, error) {
 	containers, sandboxes, err := p.podAndContainerMaps(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("failed to get pod or container map: %w", err)
 	}
-	fsCache := map[string]*fsInfo{}
+	finish := func(ps *statsapi.PodStats) statsapi.PodStats {
+		if form.finish != nil {
+			form.finish(ps)
+		}
+		return *ps
+	}
 	var result []statsapi.PodStats
 	resp, err := p.opts.Runtime.ListPodSandboxStats(ctx, &runtimeapi.ListPodSandboxStatsRequest{})
 	switch {
@@ -223,15 +239,12 @@ func (p *Provider) listPodStats(ctx context.Context, update bool, rootFs *fsInfo
 			}
 			ps := buildPodStats(sb)
 			for _, cs := range sbs.GetLinux().GetContainers() {
-				c, ok := containers[cs.GetAttributes().GetId()]
-				if !ok {
-					continue
+				if c, ok := containers[cs.GetAttributes().GetId()]; ok {
+					ps.Containers = append(ps.Containers, *form.container(cs, c, sb))
 				}
-				ps.Containers = append(ps.Containers, *p.makeContainerStats(ctx, cs, c, sb, rootFs, fsCache, update))
 			}
-			addCRIPodStats(ps, sbs)
-			p.makePodStorageStats(ctx, ps, rootFs)
-			result = append(result, *ps)
+			form.sandbox(ps, sbs)
+			result = append(result, finish(ps))
 		}
 	case unimplemented(err):
 		cstats, err := p.opts.Runtime.ListContainerStats(ctx, &runtimeapi.ListContainerStatsRequest{})
@@ -255,15 +268,32 @@ func (p *Provider) listPodStats(ctx context.Context, update bool, rootFs *fsInfo
 				bySandbox[sb.GetId()] = ps
 				order = append(order, sb.GetId())
 			}
-			s := p.makeContainerStats(ctx, cs, c, sb, rootFs, fsCache, update)
+			s := form.container(cs, c, sb)
 			addPodCPUMemoryStats(ps, s)
 			ps.Containers = append(ps.Containers, *s)
 		}
 		for _, id := range order {
-			p.makePodStorageStats(ctx, bySandbox[id], rootFs)
-			result = append(result, *bySandbox[id])
+			result = append(result, finish(bySandbox[id]))
 		}
 	default:
+		return nil, err
+	}
+	sortPods(result)
+	return result, nil
+}
+
+// listPodStats is every pod's full stats (listPods). update feeds this
+// sample to the usageNanoCores cache.
+func (p *Provider) listPodStats(ctx context.Context, update bool, rootFs *fsInfo) ([]statsapi.PodStats, error) {
+	fsCache := map[string]*fsInfo{}
+	result, err := p.listPods(ctx, podStatsForm{
+		container: func(cs *runtimeapi.ContainerStats, c *runtimeapi.Container, sb *runtimeapi.PodSandbox) *statsapi.ContainerStats {
+			return p.makeContainerStats(ctx, cs, c, sb, rootFs, fsCache, update)
+		},
+		sandbox: addCRIPodStats,
+		finish:  func(ps *statsapi.PodStats) { p.makePodStorageStats(ctx, ps, rootFs) },
+	})
+	if err != nil {
 		return nil, err
 	}
 	p.cpuCache.cleanup(p.opts.Now())
@@ -272,7 +302,6 @@ func (p *Provider) listPodStats(ctx context.Context, update bool, rootFs *fsInfo
 		listed[ps.PodRef.UID] = true
 	}
 	p.forgetVolumes(listed)
-	sortPods(result)
 	return result, nil
 }
 
@@ -280,65 +309,15 @@ func (p *Provider) listPodStats(ctx context.Context, update bool, rootFs *fsInfo
 // resource metrics and only_cpu_and_memory need; it never updates the
 // usageNanoCores cache. Matches the kubelet's ListPodCPUAndMemoryStats.
 func (p *Provider) listPodCPUAndMemoryStats(ctx context.Context) ([]statsapi.PodStats, error) {
-	containers, sandboxes, err := p.podAndContainerMaps(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("failed to get pod or container map: %w", err)
-	}
-	var result []statsapi.PodStats
-	resp, err := p.opts.Runtime.ListPodSandboxStats(ctx, &runtimeapi.ListPodSandboxStatsRequest{})
-	switch {
-	case err == nil:
-		for _, sbs := range resp.GetStats() {
-			sb, ok := sandboxes[sbs.GetAttributes().GetId()]
-			if !ok {
-				continue
-			}
-			ps := buildPodStats(sb)
-			for _, cs := range sbs.GetLinux().GetContainers() {
-				c, ok := containers[cs.GetAttributes().GetId()]
-				if !ok {
-					continue
-				}
-				ps.Containers = append(ps.Containers, *p.makeContainerCPUAndMemoryStats(ctx, cs, c))
-			}
+	return p.listPods(ctx, podStatsForm{
+		container: func(cs *runtimeapi.ContainerStats, c *runtimeapi.Container, _ *runtimeapi.PodSandbox) *statsapi.ContainerStats {
+			return p.makeContainerCPUAndMemoryStats(ctx, cs, c)
+		},
+		sandbox: func(ps *statsapi.PodStats, sbs *runtimeapi.PodSandboxStats) {
 			addCRIPodCPUStats(ps, sbs)
 			addCRIPodMemoryStats(ps, sbs)
-			result = append(result, *ps)
-		}
-	case unimplemented(err):
-		cstats, err := p.opts.Runtime.ListContainerStats(ctx, &runtimeapi.ListContainerStatsRequest{})
-		if err != nil {
-			return nil, fmt.Errorf("failed to list all container stats: %w", err)
-		}
-		bySandbox := map[string]*statsapi.PodStats{}
-		var order []string
-		for _, cs := range cstats.GetStats() {
-			c, ok := containers[cs.GetAttributes().GetId()]
-			if !ok {
-				continue
-			}
-			sb, ok := sandboxes[c.GetPodSandboxId()]
-			if !ok {
-				continue
-			}
-			ps, ok := bySandbox[sb.GetId()]
-			if !ok {
-				ps = buildPodStats(sb)
-				bySandbox[sb.GetId()] = ps
-				order = append(order, sb.GetId())
-			}
-			s := p.makeContainerCPUAndMemoryStats(ctx, cs, c)
-			addPodCPUMemoryStats(ps, s)
-			ps.Containers = append(ps.Containers, *s)
-		}
-		for _, id := range order {
-			result = append(result, *bySandbox[id])
-		}
-	default:
-		return nil, err
-	}
-	sortPods(result)
-	return result, nil
+		},
+	})
 }
 
 // sortPods orders pods and their containers by name, so answers do not

@@ -17,7 +17,6 @@ package apiserver_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"testing"
@@ -149,34 +148,6 @@ func startStack(t *testing.T, kubeconfig, node, runtimeEndpoint string, syncArgs
 		}
 	})
 	return &stack{Stack: st, t: t, cri: st.CRI()}
-}
-
-// resyncs returns how many periodic resyncs sync's pod workers have made
-// since sync (re)started: kubelet_pod_worker_duration_seconds with
-// operation_type sync, absent (0) until the first.
-func (s *stack) resyncs() (int, error) {
-	v, err := s.Metric(`kubelet_pod_worker_duration_seconds_count{operation_type="sync"}`)
-	if errors.Is(err, launcher.ErrNoMetric) {
-		return 0, nil
-	}
-	return int(v), err
-}
-
-// waitResyncs waits until sync's pod workers have made n periodic resyncs
-// more than when called, before a test checks that nothing changed.
-func (s *stack) waitResyncs(n int) {
-	s.t.Helper()
-	base, err := s.resyncs()
-	if err != nil {
-		s.t.Fatal(err)
-	}
-	waitFor(s.t, 60*time.Second, fmt.Sprintf("%d pod worker resyncs", n), func() (bool, string) {
-		got, err := s.resyncs()
-		if err != nil {
-			return false, err.Error()
-		}
-		return got >= base+n, fmt.Sprintf("%d resyncs", got-base)
-	})
 }
 
 // admissionMaxPods is the pod capacity admission reports for the node.
@@ -356,7 +327,7 @@ func TestPodLifecycleOnRealAPIServer(t *testing.T) {
 	}
 	// The restarted sync resyncs the pod several times: it had its chances
 	// to (wrongly) act.
-	s.waitResyncs(6)
+	s.WaitResyncs(t, 6, 60*time.Second)
 	after := s.containerIDs()
 	for id := range before {
 		if !after[id] {
