@@ -331,6 +331,7 @@ func TestDeploymentOnSplitletNodes(t *testing.T) {
 	}
 
 	mirrorPods(t, client, nodes)
+	missingSecretBlocksStart(t, client, nodes[0], e.busybox)
 
 	if len(nodes) > 1 {
 		nodeRestricted(t, client, nodes[0], nodes[1])
@@ -363,6 +364,65 @@ func TestDeploymentOnSplitletNodes(t *testing.T) {
 		return len(left) == 0, strings.Join(left, "; ")
 	})
 	t.Logf("deleted: no pod, container or sandbox left %v after kubectl delete", time.Since(began).Round(time.Millisecond))
+}
+
+// missingSecretBlocksStart checks the kubelet's rule for a missing
+// non-optional Secret volume: the pod waits in ContainerCreating with a
+// FailedMount event naming the Secret, and starts once it exists.
+func missingSecretBlocksStart(t *testing.T, client kubernetes.Interface, n *node, image string) {
+	t.Helper()
+	ctx := t.Context()
+	pod := &v1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "late-secret-user", Namespace: "default"},
+		Spec: v1.PodSpec{
+			NodeName:                      n.name,
+			HostNetwork:                   true,
+			TerminationGracePeriodSeconds: new(int64),
+			Tolerations:                   []v1.Toleration{{Key: nodelabels.AgentLabel, Operator: v1.TolerationOpExists, Effect: v1.TaintEffectNoSchedule}},
+			Containers: []v1.Container{{Name: "app", Image: image, ImagePullPolicy: v1.PullIfNotPresent,
+				Command: []string{"sh", "-c", "cat /etc/late/key; sleep 3600"},
+				VolumeMounts: []v1.VolumeMount{{Name: "late", MountPath: "/etc/late"}}}},
+			Volumes: []v1.Volume{{Name: "late", VolumeSource: v1.VolumeSource{Secret: &v1.SecretVolumeSource{SecretName: "late-secret"}}}},
+		},
+	}
+	if _, err := client.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = client.CoreV1().Pods("default").Delete(context.Background(), pod.Name, metav1.DeleteOptions{GracePeriodSeconds: new(int64)})
+	})
+	launcher.WaitFor(t, 60*time.Second, "a FailedMount event for the missing Secret, the pod in ContainerCreating", func() (bool, string) {
+		evs, err := client.CoreV1().Events("default").List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=" + pod.Name})
+		if err != nil {
+			return false, err.Error()
+		}
+		failedMount := false
+		for _, ev := range evs.Items {
+			failedMount = failedMount || (ev.Reason == "FailedMount" && strings.Contains(ev.Message, `secret "late-secret" not found`))
+		}
+		p, err := client.CoreV1().Pods("default").Get(ctx, pod.Name, metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		creating := len(p.Status.ContainerStatuses) == 1 && p.Status.ContainerStatuses[0].State.Waiting != nil &&
+			p.Status.ContainerStatuses[0].State.Waiting.Reason == "ContainerCreating"
+		return failedMount && creating && p.Status.Phase == v1.PodPending,
+			fmt.Sprintf("FailedMount event %v, phase %s, statuses %+v", failedMount, p.Status.Phase, p.Status.ContainerStatuses)
+	})
+	secret := &v1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "late-secret", Namespace: "default"}, StringData: map[string]string{"key": "v"}}
+	if _, err := client.CoreV1().Secrets("default").Create(ctx, secret, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	launcher.WaitFor(t, 60*time.Second, "the pod Running once its Secret exists", func() (bool, string) {
+		p, err := client.CoreV1().Pods("default").Get(ctx, pod.Name, metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		return p.Status.Phase == v1.PodRunning, string(p.Status.Phase)
+	})
+	if err := client.CoreV1().Pods("default").Delete(ctx, pod.Name, metav1.DeleteOptions{GracePeriodSeconds: new(int64)}); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // staticPodName is each node's static pod; its mirror is named
@@ -463,9 +523,23 @@ func nodeRestricted(t *testing.T, admin kubernetes.Interface, a, b *node) {
 
 // deployment is a Deployment of busybox pods that only splitlet nodes
 // take (nodeSelector and toleration of splitlet's taint), spread evenly
-// over them, on the host network (no CNI yet) and Ready by an exec probe.
+// over them, on the host network (no CNI yet), with what a real
+// Deployment's pods reference — a ConfigMap volume, a Secret in the env,
+// the default service account's token (the ServiceAccount plugin adds its
+// kube-api-access volume) — and Ready by an exec probe that checks all
+// three.
 func deployment(replicas int, image string) string {
-	return fmt.Sprintf(`apiVersion: apps/v1
+	return fmt.Sprintf(`apiVersion: v1
+kind: ConfigMap
+metadata: {name: web-config, namespace: default}
+data: {greeting: hello}
+---
+apiVersion: v1
+kind: Secret
+metadata: {name: web-secret, namespace: default}
+stringData: {password: s3cret}
+---
+apiVersion: apps/v1
 kind: Deployment
 metadata:
   name: web
@@ -494,9 +568,17 @@ spec:
         image: %s
         imagePullPolicy: IfNotPresent
         command: [sh, -c, "touch /tmp/ready; trap 'exit 0' TERM; while true; do sleep 1; done"]
+        env:
+        - name: PASSWORD
+          valueFrom: {secretKeyRef: {name: web-secret, key: password}}
+        volumeMounts:
+        - {name: config, mountPath: /etc/web}
         readinessProbe:
           exec:
-            command: [test, -f, /tmp/ready]
+            command: [sh, -c, 'test -f /tmp/ready && test "$(cat /etc/web/greeting)" = hello && test "$PASSWORD" = s3cret && test -s /var/run/secrets/kubernetes.io/serviceaccount/token']
           periodSeconds: 2
+      volumes:
+      - name: config
+        configMap: {name: web-config}
 `, replicas, nodelabels.AgentLabel, nodelabels.AgentLabelValue, nodelabels.AgentLabel, image)
 }
