@@ -30,6 +30,10 @@ type fakeObjects struct {
 	// tokenRequests are the token requests made; tokenErr fails them.
 	tokenRequests []*authenticationv1.TokenRequest
 	tokenErr      error
+	// tokenGeneration is appended to the tokens issued: a test bumps it
+	// to stand for the refresh the token manager makes at 80% of a
+	// token's lifetime.
+	tokenGeneration int
 }
 
 var _ ObjectGetter = (*fakeObjects)(nil)
@@ -70,6 +74,9 @@ func (f *fakeObjects) GetServiceAccountToken(_ context.Context, ns, name string,
 	}
 	out := req.DeepCopy()
 	out.Status.Token = fmt.Sprintf("token-%s-%s-%v", ns, name, req.Spec.Audiences)
+	if f.tokenGeneration > 0 {
+		out.Status.Token += fmt.Sprintf("-gen%d", f.tokenGeneration)
+	}
 	return out, nil
 }
 

@@ -117,6 +117,39 @@ func TestServiceAccountTokenRequest(t *testing.T) {
 	}
 }
 
+// A refreshed token reaches the running pod: every sync sets the
+// projected volume up again, and the token file is swapped for the token
+// the token manager now serves (apiserver's TestObjectsServiceAccountToken
+// shows it serves a new one after 80% of the old one's lifetime).
+func TestProjectedTokenReplacedOnRefresh(t *testing.T) {
+	root := t.TempDir()
+	objs := testObjects()
+	pod := envPod()
+	pod.Spec.Volumes = []v1.Volume{{Name: "kube-api-access", VolumeSource: v1.VolumeSource{Projected: &v1.ProjectedVolumeSource{Sources: []v1.VolumeProjection{
+		{ServiceAccountToken: &v1.ServiceAccountTokenProjection{ExpirationSeconds: new(int64(600)), Path: "token"}},
+	}}}}}
+	m := NewManager(nil, nil, ManagerOptions{Container: ContainerOptions{PodVolumesRoot: root, EnvOptions: EnvOptions{Objects: objs}}})
+	token := func() string {
+		t.Helper()
+		b, err := os.ReadFile(filepath.Join(root, "uid-1", "volumes", "kubernetes.io~projected", "kube-api-access", "token"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	if err := m.setUpVolumes(t.Context(), pod); err != nil {
+		t.Fatal(err)
+	}
+	first := token()
+	objs.tokenGeneration = 1
+	if err := m.setUpVolumes(t.Context(), pod); err != nil {
+		t.Fatal(err)
+	}
+	if got := token(); got == first || !strings.HasSuffix(got, "-gen1") {
+		t.Errorf("after a refresh the token file holds %q (before: %q), want the new token", got, first)
+	}
+}
+
 func TestVolumePayloadRejects(t *testing.T) {
 	cases := []struct {
 		desc    string
