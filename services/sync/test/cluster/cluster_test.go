@@ -339,6 +339,12 @@ func TestDeploymentOnSplitletNodes(t *testing.T) {
 		t.Log("one node: the Node authorizer and NodeRestriction are not tried across nodes")
 	}
 
+	rolloutRestart(t, e, c, client, replicas)
+	runJob(t, e, c)
+	if len(nodes) > 1 {
+		drain(t, e, c, client, nodes[0], replicas)
+	}
+
 	began = time.Now()
 	kubectl(t, e, c, "", "delete", "deployment", "web", "--wait=true")
 	launcher.WaitFor(t, 90*time.Second, "the Deployment's pods gone from the API server", func() (bool, string) {
@@ -364,6 +370,87 @@ func TestDeploymentOnSplitletNodes(t *testing.T) {
 		return len(left) == 0, strings.Join(left, "; ")
 	})
 	t.Logf("deleted: no pod, container or sandbox left %v after kubectl delete", time.Since(began).Round(time.Millisecond))
+}
+
+// webPods returns the Deployment's pods by name, with their node, leaving
+// out those being deleted.
+func webPods(t *testing.T, client kubernetes.Interface) map[string]string {
+	t.Helper()
+	pods, err := client.CoreV1().Pods("default").List(t.Context(), metav1.ListOptions{LabelSelector: "app=web"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]string{}
+	for _, p := range pods.Items {
+		if p.DeletionTimestamp == nil {
+			out[p.Name] = p.Spec.NodeName
+		}
+	}
+	return out
+}
+
+// rolloutRestart checks that `kubectl rollout restart` replaces every
+// pod of the Deployment with a new Ready one.
+func rolloutRestart(t *testing.T, e env, c *cluster.Cluster, client kubernetes.Interface, replicas int) {
+	t.Helper()
+	before := webPods(t, client)
+	kubectl(t, e, c, "", "rollout", "restart", "deployment/web")
+	kubectl(t, e, c, "", "rollout", "status", "deployment/web", "--timeout=120s")
+	launcher.WaitFor(t, 60*time.Second, "only new pods left after the restart", func() (bool, string) {
+		after := webPods(t, client)
+		for name := range after {
+			if _, old := before[name]; old {
+				return false, fmt.Sprintf("%s still there", name)
+			}
+		}
+		return len(after) == replicas, fmt.Sprintf("%d pods", len(after))
+	})
+}
+
+// runJob checks that a Job's pod runs to completion on a splitlet node and
+// the Job turns Complete.
+func runJob(t *testing.T, e env, c *cluster.Cluster) {
+	t.Helper()
+	kubectl(t, e, c, fmt.Sprintf(`apiVersion: batch/v1
+kind: Job
+metadata: {name: once, namespace: default}
+spec:
+  backoffLimit: 0
+  template:
+    spec:
+      restartPolicy: Never
+      hostNetwork: true
+      nodeSelector: {%s: %s}
+      tolerations:
+      - {key: %s, operator: Exists, effect: NoSchedule}
+      containers:
+      - {name: once, image: %s, imagePullPolicy: IfNotPresent, command: [sh, -c, "echo done"]}
+`, nodelabels.AgentLabel, nodelabels.AgentLabelValue, nodelabels.AgentLabel, e.busybox), "apply", "-f", "-")
+	kubectl(t, e, c, "", "wait", "--for=condition=Complete", "job/once", "--timeout=90s")
+	kubectl(t, e, c, "", "delete", "job", "once", "--wait=true")
+}
+
+// drain checks that `kubectl drain` evicts node's pods through the
+// Eviction API and that the Deployment's pods come back Ready on the other
+// nodes; the node is uncordoned after.
+func drain(t *testing.T, e env, c *cluster.Cluster, client kubernetes.Interface, n *node, replicas int) {
+	t.Helper()
+	kubectl(t, e, c, "", "drain", n.name, "--ignore-daemonsets", "--timeout=120s")
+	kubectl(t, e, c, "", "rollout", "status", "deployment/web", "--timeout=120s")
+	launcher.WaitFor(t, 60*time.Second, "every pod of the Deployment off the drained node", func() (bool, string) {
+		pods := webPods(t, client)
+		for name, on := range pods {
+			if on == n.name {
+				return false, fmt.Sprintf("%s still on %s", name, on)
+			}
+		}
+		return len(pods) == replicas, fmt.Sprintf("%d pods", len(pods))
+	})
+	launcher.WaitFor(t, 60*time.Second, "no container of the Deployment left on the drained node", func() (bool, string) {
+		containers, _ := n.podContainers(t, "default")
+		return len(containers) == 0, fmt.Sprint(containers)
+	})
+	kubectl(t, e, c, "", "uncordon", n.name)
 }
 
 // missingSecretBlocksStart checks the kubelet's rule for a missing
@@ -560,6 +647,8 @@ spec:
       - maxSkew: 1
         topologyKey: kubernetes.io/hostname
         whenUnsatisfiable: DoNotSchedule
+        # A cordoned (drained) node is no domain of the spread.
+        nodeTaintsPolicy: Honor
         labelSelector:
           matchLabels: {app: web}
       terminationGracePeriodSeconds: 5
