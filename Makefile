@@ -32,7 +32,7 @@ RUN_FLAGS = --dir=$(RUN_DIR) --examples=$(ROOT)/examples \
   $(if $(RUN_GATEWAY_METRICS_ADDR),--gateway-metrics-addr=$(RUN_GATEWAY_METRICS_ADDR)) \
   $(addprefix --crictl=,$(wildcard $(SPLITLET_CACHE)/cri-tools-*/crictl))
 
-.PHONY: build tools generate check-generate lint test e2e critest bench run stop compose-e2e apiserver-e2e cluster cluster-down cluster-e2e conformance conformance-ci chaos clean
+.PHONY: build tools generate check-generate lint test fuzz e2e critest bench run stop compose-e2e apiserver-e2e cluster cluster-down cluster-e2e conformance conformance-ci chaos clean
 
 build: ## Build every splitlet binary into bin/.
 	mkdir -p $(BIN)
@@ -63,6 +63,26 @@ lint: ## buf lint, gofmt and go vet over every module.
 
 test: ## Every test that needs no root and no runtime, under the race detector.
 	for m in $(MODULES); do (cd $$m && go test $(GO_TEST_FLAGS) ./...); done
+
+# Go fuzz targets, module:package:target. `make test` runs their seeds;
+# `make fuzz` explores each for FUZZ_TIME (new crashers land in the
+# package's testdata/fuzz, to be kept as corpus).
+FUZZ_TARGETS := \
+	services/sync:./internal/manifest:FuzzDecode \
+	services/sync:./internal/validation:FuzzValidatePod \
+	services/sync:./internal/kuberuntime:FuzzComputePodActions \
+	services/sync:./internal/pullcreds:FuzzKeyring \
+	services/admission:./internal/podcache:FuzzDecode \
+	services/admission/plugin:.:FuzzDecodeRequest \
+	gateway:./policy:FuzzCheck
+FUZZ_TIME ?= 10s
+
+fuzz: ## Each Go fuzz target for FUZZ_TIME (default 10s), one after another.
+	@set -e; for t in $(FUZZ_TARGETS); do \
+	  mod=$${t%%:*}; rest=$${t#*:}; pkg=$${rest%%:*}; name=$${rest#*:}; \
+	  echo "fuzz $$mod $$pkg $$name ($(FUZZ_TIME))"; \
+	  (cd $$mod && go test -run='^$$' -fuzz="^$$name\$$" -fuzztime=$(FUZZ_TIME) $$pkg); \
+	done
 
 e2e: ## Real containerd through the gateway (installs containerd, runc, busybox).
 	hack/e2e.sh
