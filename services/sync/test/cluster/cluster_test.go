@@ -467,7 +467,7 @@ func missingSecretBlocksStart(t *testing.T, client kubernetes.Interface, n *node
 			TerminationGracePeriodSeconds: new(int64),
 			Tolerations:                   []v1.Toleration{{Key: nodelabels.AgentLabel, Operator: v1.TolerationOpExists, Effect: v1.TaintEffectNoSchedule}},
 			Containers: []v1.Container{{Name: "app", Image: image, ImagePullPolicy: v1.PullIfNotPresent,
-				Command: []string{"sh", "-c", "cat /etc/late/key; sleep 3600"},
+				Command:      []string{"sh", "-c", "cat /etc/late/key; sleep 3600"},
 				VolumeMounts: []v1.VolumeMount{{Name: "late", MountPath: "/etc/late"}}}},
 			Volumes: []v1.Volume{{Name: "late", VolumeSource: v1.VolumeSource{Secret: &v1.SecretVolumeSource{SecretName: "late-secret"}}}},
 		},
