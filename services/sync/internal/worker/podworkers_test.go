@@ -85,8 +85,18 @@ func int64p(v int64) *int64 { return &v }
 
 // The worker tests run in a synctest bubble: synctest.Wait returns once every
 // worker goroutine is blocked (on its wake channel, a gate or a timer), so "the
-// worker has done all it will do" is a condition, not a guess; time.Sleep inside
-// the bubble advances a fake clock, which is how a test lets resync periods pass.
+// worker has done all it will do" is a condition, not a guess; resync periods
+// pass on the bubble's fake clock (passResyncPeriods).
+
+// passResyncPeriods moves the bubble's fake clock n periods on, one period at
+// a time, and after each returns only once every worker is blocked again
+// (synctest.Wait): any timer a worker held has fired and been handled.
+func passResyncPeriods(n int, period time.Duration) {
+	for range n {
+		<-time.After(period)
+		synctest.Wait()
+	}
+}
 
 func TestUpdatesCoalesce(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
@@ -126,14 +136,12 @@ func TestTerminalPodTerminatesOnce(t *testing.T) {
 		w := New(ctx, h, 10*time.Millisecond, 10*time.Millisecond, nil)
 		w.UpdatePod(UpdatePodOptions{UpdateType: SyncPodCreate, Pod: pod("v1")})
 		waitClosed(t, h.terminated, "terminated")
-		// Ten resync periods of fake time pass, each timer's wake-up handled
-		// (synctest.Wait), before and after an update: a finished worker
-		// must act on neither.
-		time.Sleep(100 * time.Millisecond)
-		synctest.Wait()
+		// Ten resync periods pass before and after an update: a finished
+		// worker must act on neither.
+		passResyncPeriods(10, 10*time.Millisecond)
 		w.UpdatePod(UpdatePodOptions{UpdateType: SyncPodUpdate, Pod: pod("v2")})
-		time.Sleep(100 * time.Millisecond)
 		synctest.Wait()
+		passResyncPeriods(10, 10*time.Millisecond)
 		calls, _, _ := h.snapshot()
 		want := []string{"sync:create", "terminating", "terminated"}
 		if len(calls) != len(want) {

@@ -24,6 +24,7 @@ import (
 	"github.com/splitlet/splitlet/gateway/backend/fake"
 	"github.com/splitlet/splitlet/gateway/policy"
 	"github.com/splitlet/splitlet/gateway/server"
+	launcher "github.com/splitlet/splitlet/internal/stack"
 	"github.com/splitlet/splitlet/services/sync/internal/defaults"
 	"github.com/splitlet/splitlet/services/sync/internal/kuberuntime"
 	"github.com/splitlet/splitlet/services/sync/internal/podmanager"
@@ -183,14 +184,10 @@ func startPods(tb testing.TB, n int, relist, settle time.Duration) startPodsResu
 	// The PLEG's first relist completes and it subscribes to events before
 	// the burst, as on a node that has been up for a while: the first syncs
 	// then know the runtime holds nothing of the new pods.
-	upBy := time.Now().Add(30 * time.Second)
-	for relistCount() < 1 || counter.eventStreams.Load() < 1 {
-		if time.Now().After(upBy) {
-			tb.Fatalf("the PLEG did not relist and subscribe to events: %d relists, %d event streams",
-				relistCount(), counter.eventStreams.Load())
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
+	launcher.WaitFor(tb, 30*time.Second, "the PLEG's first relist and event subscription", func() (bool, string) {
+		relists, streams := relistCount(), counter.eventStreams.Load()
+		return relists >= 1 && streams >= 1, fmt.Sprintf("%d relists, %d event streams", relists, streams)
+	})
 	before, beforeTotal := counter.snapshot()
 	beforeNode := counter.nodeWide.Load()
 	cpu0 := cpuTime()
