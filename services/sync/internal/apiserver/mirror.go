@@ -15,6 +15,7 @@ import (
 
 	"github.com/splitlet/splitlet/internal/logctx"
 	"github.com/splitlet/splitlet/services/sync/internal/defaults"
+	"github.com/splitlet/splitlet/services/sync/internal/podmanager"
 	"github.com/splitlet/splitlet/services/sync/internal/source"
 )
 
@@ -101,7 +102,7 @@ func (m *MirrorManager) wake() {
 	}
 }
 
-// Run reconciles on every change of a static pod or of the mirror pods,
+// Run reconciles when a static pod comes or goes, when the mirror pods change,
 // and once a period (a failed call is retried then), until ctx ends.
 func (m *MirrorManager) Run(ctx context.Context) {
 	events, cancel := m.pods.Subscribe(64)
@@ -115,7 +116,10 @@ func (m *MirrorManager) Run(ctx context.Context) {
 		case ev, ok := <-events:
 			if !ok {
 				events, cancel = m.pods.Subscribe(64)
-			} else if ev.Pod == nil || !IsStaticPod(ev.Pod) {
+			} else if ev.Type == podmanager.Modified || ev.Pod == nil || !IsStaticPod(ev.Pod) {
+				// A status change moves no mirror (the StatusManager
+				// writes it); a changed manifest is a new pod UID, so
+				// it arrives as Added and Deleted.
 				continue
 			}
 		case <-m.poke:
