@@ -24,15 +24,8 @@ import (
 // attach, cp both ways and debug with an ephemeral container — work
 // against splitlet on containerd, through the API server.
 func TestKubectlVerbsThroughAPIServer(t *testing.T) {
-	pki, endpoint, kubeBin := os.Getenv(pkiEnv), os.Getenv(containerdEnv), os.Getenv(kubeBinEnv)
-	if pki == "" || endpoint == "" || kubeBin == "" {
-		t.Skipf("needs %s (hack/apiserver.sh env), %s (a containerd with the busybox image, as hack/e2e.sh starts) and %s (kubectl)",
-			pkiEnv, containerdEnv, kubeBinEnv)
-	}
-	image := os.Getenv(busyboxEnv)
-	if image == "" {
-		image = "docker.io/library/busybox:1.36"
-	}
+	pki, endpoint, kubeBin := streamsEnv(t)
+	image := busyboxImage()
 	admin, kubeconfig := kubeClient(t)
 	ctx := t.Context()
 	_, _, node, _ := nodeAPIStack(t, pki, endpoint)

@@ -32,10 +32,7 @@ func TestPullSecretsWithAPrivateRegistry(t *testing.T) {
 	if endpoint == "" || registryBin == "" {
 		t.Skipf("needs %s (a containerd with the busybox image) and %s (a registry binary): hack/apiserver-e2e.sh sets both", containerdEnv, registryEnv)
 	}
-	source := os.Getenv(busyboxEnv)
-	if source == "" {
-		source = "docker.io/library/busybox:1.36"
-	}
+	source := busyboxImage()
 	const user, password = "alice", "wonderland"
 	addr := startRegistry(t, registryBin, user, password)
 	image := addr + "/private/busybox:1.36"

@@ -109,11 +109,7 @@ func runStatsPod(t *testing.T, admin kubernetes.Interface, node string, onContai
 	ctx := t.Context()
 	container := v1.Container{Name: "app", Image: "busybox:1.36"}
 	if onContainerd {
-		image := os.Getenv(busyboxEnv)
-		if image == "" {
-			image = "docker.io/library/busybox:1.36"
-		}
-		container = v1.Container{Name: "app", Image: image, ImagePullPolicy: v1.PullNever,
+		container = v1.Container{Name: "app", Image: busyboxImage(), ImagePullPolicy: v1.PullNever,
 			Command: []string{"sh", "-c", "while true; do sleep 3600; done"}}
 		t.Logf("on containerd at %s", os.Getenv(containerdEnv))
 	} else {

@@ -48,15 +48,8 @@ const (
 // `kubectl exec` come through, and an HTTP server in the pod answers
 // through `kubectl port-forward`.
 func TestKubectlStreamsThroughAPIServer(t *testing.T) {
-	pki, endpoint, kubeBin := os.Getenv(pkiEnv), os.Getenv(containerdEnv), os.Getenv(kubeBinEnv)
-	if pki == "" || endpoint == "" || kubeBin == "" {
-		t.Skipf("needs %s (hack/apiserver.sh env), %s (a containerd with the busybox image, as hack/e2e.sh starts) and %s (kubectl)",
-			pkiEnv, containerdEnv, kubeBinEnv)
-	}
-	image := os.Getenv(busyboxEnv)
-	if image == "" {
-		image = "docker.io/library/busybox:1.36"
-	}
+	pki, endpoint, kubeBin := streamsEnv(t)
+	image := busyboxImage()
 	admin, kubeconfig := kubeClient(t)
 	ctx := t.Context()
 	_, s, node, _ := nodeAPIStack(t, pki, endpoint)
@@ -202,6 +195,27 @@ func TestKubectlStreamsThroughAPIServer(t *testing.T) {
 			t.Logf("16 MiB through kubectl port-forward in %v: %.0f MiB/s", took.Round(time.Millisecond), 16/took.Seconds())
 		})
 	}
+}
+
+// streamsEnv returns what the kubectl stream tests need besides the API
+// server — its PKI, a containerd endpoint and the kubectl directory — or
+// skips t saying what is missing.
+func streamsEnv(t *testing.T) (pki, endpoint, kubeBin string) {
+	t.Helper()
+	pki, endpoint, kubeBin = os.Getenv(pkiEnv), os.Getenv(containerdEnv), os.Getenv(kubeBinEnv)
+	if pki == "" || endpoint == "" || kubeBin == "" {
+		t.Skipf("needs %s (hack/apiserver.sh env), %s (a containerd with the busybox image, as hack/e2e.sh starts) and %s (kubectl)",
+			pkiEnv, containerdEnv, kubeBinEnv)
+	}
+	return pki, endpoint, kubeBin
+}
+
+// busyboxImage is the busybox image imported into the test's containerd.
+func busyboxImage() string {
+	if image := os.Getenv(busyboxEnv); image != "" {
+		return image
+	}
+	return "docker.io/library/busybox:1.36"
 }
 
 // runCmd runs a command with extra environment and stdin and returns its

@@ -31,10 +31,7 @@ func TestPodReadsTheAPIWithItsToken(t *testing.T) {
 	if endpoint == "" {
 		t.Skipf("needs %s (a containerd with the busybox image): hack/apiserver-e2e.sh sets it", containerdEnv)
 	}
-	image := os.Getenv(busyboxEnv)
-	if image == "" {
-		image = "docker.io/library/busybox:1.36"
-	}
+	image := busyboxImage()
 	client, s, node := nodeStackOn(t, endpoint)
 	_, kubeconfig := kubeClient(t)
 	rc, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
