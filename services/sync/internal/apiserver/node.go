@@ -2,19 +2,24 @@ package apiserver
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"runtime"
 	"slices"
+	"strings"
+	"sync"
 	"time"
 
 	"go.uber.org/zap"
+	"google.golang.org/grpc"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/util/retry"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/splitlet/splitlet/internal/logctx"
 	"github.com/splitlet/splitlet/internal/nodelabels"
@@ -40,6 +45,14 @@ type NodeReport struct {
 // ReportFunc reports the node's resources and pressure conditions (from
 // admission's GetNode, or from the machine).
 type ReportFunc func(ctx context.Context) (NodeReport, error)
+
+// RuntimeClient is the part of the CRI runtime service the node status
+// needs: the runtime's conditions and the pod CIDR hand-over. The gateway's
+// CRI client is one.
+type RuntimeClient interface {
+	Status(ctx context.Context, in *runtimeapi.StatusRequest, opts ...grpc.CallOption) (*runtimeapi.StatusResponse, error)
+	UpdateRuntimeConfig(ctx context.Context, in *runtimeapi.UpdateRuntimeConfigRequest, opts ...grpc.CallOption) (*runtimeapi.UpdateRuntimeConfigResponse, error)
+}
 
 // NodeOptions configure a NodeRegistrar.
 type NodeOptions struct {
@@ -67,9 +80,24 @@ type NodeOptions struct {
 	// status.daemonEndpoints.kubeletEndpoint.Port: where the API server
 	// sends logs requests. 0: no node API.
 	KubeletPort int32
+	// Runtime, when set, is asked for its RuntimeReady and NetworkReady
+	// conditions, which the Ready condition reflects, and is given the
+	// Node's spec.podCIDRs (UpdateRuntimeConfig), as the kubelet does.
+	// nil: Ready says nothing of the runtime.
+	Runtime RuntimeClient
 	// Now is the clock (tests).
 	Now func() time.Time
 }
+
+// runtimeSyncThreshold is how long the runtime may fail its status calls
+// before the node is reported NotReady: the kubelet's
+// maxWaitForContainerRuntime (30 s), so a gateway restart does not flap
+// the node.
+const runtimeSyncThreshold = 30 * time.Second
+
+// nodeReadyGracePeriod bounds the fast status updates after registration:
+// the kubelet's nodeReadyGracePeriod.
+const nodeReadyGracePeriod = 2 * time.Minute
 
 // NodeAddresses are the addresses a node reports: an InternalIP per node
 // IP, then its hostname, when known. Matches the kubelet's NodeAddress
@@ -91,6 +119,14 @@ func NodeAddresses(nodeIPs []string, hostname string) []v1.NodeAddress {
 type NodeRegistrar struct {
 	client kubernetes.Interface
 	opts   NodeOptions
+
+	mu sync.Mutex
+	// podCIDR is the last pod CIDR the runtime took (the kubelet's
+	// runtimeState.podCIDR); "" until the first hand-over, so a
+	// restarted sync hands it over again.
+	podCIDR string
+	// lastRuntimeOK is when the runtime last answered Status.
+	lastRuntimeOK time.Time
 }
 
 // NewNodeRegistrar returns a registrar for opts.Name.
@@ -124,6 +160,9 @@ func (r *NodeRegistrar) Run(ctx context.Context) {
 		}
 	}
 	log.Info("node registered")
+	if r.opts.Runtime != nil {
+		r.fastStatusUpdate(ctx)
+	}
 	lease := time.NewTicker(r.opts.LeaseInterval)
 	defer lease.Stop()
 	st := time.NewTicker(r.opts.StatusInterval)
@@ -184,9 +223,12 @@ func (r *NodeRegistrar) fillStatus(ctx context.Context, n *v1.Node) error {
 		Type: v1.NodeReady, Status: v1.ConditionTrue, Reason: "SplitletReady",
 		Message: "splitlet is posting ready status", LastHeartbeatTime: now, LastTransitionTime: now,
 	}
-	// Keep the transition time while Ready stays True.
+	if err := r.runtimeErrors(ctx); err != nil {
+		ready.Status, ready.Reason, ready.Message = v1.ConditionFalse, "KubeletNotReady", err.Error()
+	}
+	// Keep the transition time while Ready keeps its status.
 	for _, c := range n.Status.Conditions {
-		if c.Type == v1.NodeReady && c.Status == v1.ConditionTrue && !c.LastTransitionTime.IsZero() {
+		if c.Type == v1.NodeReady && c.Status == ready.Status && !c.LastTransitionTime.IsZero() {
 			ready.LastTransitionTime = c.LastTransitionTime
 		}
 	}
@@ -282,12 +324,131 @@ func (r *NodeRegistrar) UpdateStatus(ctx context.Context) error {
 			return err
 		}
 		next := cur.DeepCopy()
+		r.updatePodCIDR(ctx, next)
 		if err := r.fillStatus(ctx, next); err != nil {
 			return err
 		}
 		_, err = nodes.UpdateStatus(ctx, next, metav1.UpdateOptions{})
 		return err
 	})
+}
+
+// updatePodCIDR hands the Node's pod CIDRs to the runtime when they
+// differ from what it last took, so that a runtime with a CNI config
+// template (containerd's conf_template) writes the node's pod network.
+// Matches the kubelet's updateNode → updatePodCIDR (CIDRs joined with a
+// comma, errors logged, the next status update tries again).
+func (r *NodeRegistrar) updatePodCIDR(ctx context.Context, n *v1.Node) {
+	if r.opts.Runtime == nil || len(n.Spec.PodCIDRs) == 0 {
+		return
+	}
+	cidr := strings.Join(n.Spec.PodCIDRs, ",")
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if cidr == r.podCIDR {
+		return
+	}
+	_, err := r.opts.Runtime.UpdateRuntimeConfig(ctx, &runtimeapi.UpdateRuntimeConfigRequest{
+		RuntimeConfig: &runtimeapi.RuntimeConfig{NetworkConfig: &runtimeapi.NetworkConfig{PodCidr: cidr}}})
+	if err != nil {
+		logctx.From(ctx).Warn("failed to update pod CIDR", zap.String("podCIDR", cidr), zap.Error(err))
+		return
+	}
+	logctx.From(ctx).Info("updating pod CIDR", zap.String("originalPodCIDR", r.podCIDR), zap.String("newPodCIDR", cidr))
+	r.podCIDR = cidr
+}
+
+// runtimeErrors is why the runtime keeps the node from being Ready, or
+// nil. Matches the kubelet's updateRuntimeUp with runtimeState's
+// runtimeErrors and networkErrors: RuntimeReady or NetworkReady missing or
+// false, or no answer from the runtime for runtimeSyncThreshold.
+func (r *NodeRegistrar) runtimeErrors(ctx context.Context) error {
+	if r.opts.Runtime == nil {
+		return nil
+	}
+	resp, err := r.opts.Runtime.Status(ctx, &runtimeapi.StatusRequest{})
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	now := r.opts.Now()
+	if err != nil {
+		if r.lastRuntimeOK.IsZero() {
+			return errors.New("container runtime status check may not have completed yet")
+		}
+		if now.Sub(r.lastRuntimeOK) >= runtimeSyncThreshold {
+			return fmt.Errorf("container runtime is down: %w", err)
+		}
+		return nil // the last answer stands until the threshold
+	}
+	r.lastRuntimeOK = now
+	var errs []error
+	for _, want := range []string{runtimeapi.RuntimeReady, runtimeapi.NetworkReady} {
+		c := runtimeCondition(resp.GetStatus(), want)
+		if c != nil && c.Status {
+			continue
+		}
+		what := "container runtime not ready"
+		if want == runtimeapi.NetworkReady {
+			what = "container runtime network not ready"
+		}
+		if c == nil {
+			errs = append(errs, fmt.Errorf("%s: %s condition missing", what, want))
+			continue
+		}
+		errs = append(errs, fmt.Errorf("%s: %s=%t reason:%s message:%s", what, c.Type, c.Status, c.Reason, c.Message))
+	}
+	return errors.Join(errs...)
+}
+
+func runtimeCondition(st *runtimeapi.RuntimeStatus, t string) *runtimeapi.RuntimeCondition {
+	for _, c := range st.GetConditions() {
+		if c.GetType() == t {
+			return c
+		}
+	}
+	return nil
+}
+
+// fastStatusUpdate polls every 100 ms after registration until the node
+// can be posted Ready (the runtime's network up once it took the pod
+// CIDR), then posts it at once rather than at the next status period.
+// Matches the kubelet's fastStatusUpdateOnce / fastNodeStatusUpdate,
+// bounded by nodeReadyGracePeriod.
+func (r *NodeRegistrar) fastStatusUpdate(ctx context.Context) {
+	log := logctx.From(ctx)
+	deadline := time.Now().Add(nodeReadyGracePeriod)
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for time.Now().Before(deadline) {
+		cur, err := r.client.CoreV1().Nodes().Get(ctx, r.opts.Name, metav1.GetOptions{})
+		if err == nil {
+			if c := findCondition(cur.Status.Conditions, v1.NodeReady); c != nil && c.Status == v1.ConditionTrue {
+				return
+			}
+			r.updatePodCIDR(ctx, cur)
+			if r.runtimeErrors(ctx) == nil {
+				log.Info("fast updating node status as it just became ready")
+				if err := r.UpdateStatus(ctx); err != nil {
+					log.Info("node status update failed", zap.Error(err))
+				}
+				return
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
+	log.Error("node not becoming ready in time after startup")
+}
+
+func findCondition(cs []v1.NodeCondition, t v1.NodeConditionType) *v1.NodeCondition {
+	for i := range cs {
+		if cs[i].Type == t {
+			return &cs[i]
+		}
+	}
+	return nil
 }
 
 // leaseDurationSeconds is the kubelet's default node lease duration (40 s).

@@ -252,6 +252,7 @@ func Run(ctx context.Context, cfg config.Config) error {
 				Report:         nodeReport(cfg.AdmissionEndpoint),
 				StatusInterval: 20 * time.Second,
 				Addresses:      apiserver.NodeAddresses(cfg.NodeIPs, hostname()),
+				Runtime:        rt,
 			}
 			if api != nil {
 				// The API server's proxy (kubectl logs) dials
