@@ -22,6 +22,9 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -33,6 +36,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 	v1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -330,6 +334,7 @@ func TestDeploymentOnSplitletNodes(t *testing.T) {
 		}
 	}
 
+	podNetwork(t, client, nodes, cidrs, replicas)
 	mirrorPods(t, client, nodes)
 	missingSecretBlocksStart(t, client, nodes[0], e.busybox)
 
@@ -610,7 +615,8 @@ func nodeRestricted(t *testing.T, admin kubernetes.Interface, a, b *node) {
 
 // deployment is a Deployment of busybox pods that only splitlet nodes
 // take (nodeSelector and toleration of splitlet's taint), spread evenly
-// over them, on the host network (no CNI yet), with what a real
+// over them, each serving its ConfigMap on port 8080 of its pod address,
+// behind the Service web, with what a real
 // Deployment's pods reference — a ConfigMap volume, a Secret in the env,
 // the default service account's token (the ServiceAccount plugin adds its
 // kube-api-access volume) — and Ready by an exec probe that checks all
@@ -639,7 +645,6 @@ spec:
     metadata:
       labels: {app: web}
     spec:
-      hostNetwork: true
       nodeSelector: {%s: %s}
       tolerations:
       - {key: %s, operator: Exists, effect: NoSchedule}
@@ -656,7 +661,10 @@ spec:
       - name: app
         image: %s
         imagePullPolicy: IfNotPresent
-        command: [sh, -c, "touch /tmp/ready; trap 'exit 0' TERM; while true; do sleep 1; done"]
+        # busybox's httpd serves the ConfigMap's files on the pod's address.
+        command: [sh, -c, "httpd -p 8080 -h /etc/web; touch /tmp/ready; trap 'exit 0' TERM; while true; do sleep 1; done"]
+        ports:
+        - {name: http, containerPort: 8080}
         env:
         - name: PASSWORD
           valueFrom: {secretKeyRef: {name: web-secret, key: password}}
@@ -669,5 +677,120 @@ spec:
       volumes:
       - name: config
         configMap: {name: web-config}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: web, namespace: default}
+spec:
+  selector: {app: web}
+  ports:
+  - {name: http, port: 80, targetPort: http}
 `, replicas, nodelabels.AgentLabel, nodelabels.AgentLabelValue, nodelabels.AgentLabel, image)
+}
+
+// podNetwork checks the pod network the nodes' containerd built from the
+// pod CIDRs sync handed them: each pod's IP lies in its node's CIDR, the
+// test (in the nodes' namespace) reaches each pod's server, a pod on one
+// node reaches a pod on the other, and the Service's EndpointSlices list
+// every pod's address as ready (the endpointslice controller refuses the
+// loopback address host-network pods had here).
+func podNetwork(t *testing.T, client kubernetes.Interface, nodes []*node, cidrs map[string]string, replicas int) {
+	t.Helper()
+	ctx := t.Context()
+	pods, err := client.CoreV1().Pods("default").List(ctx, metav1.ListOptions{LabelSelector: "app=web"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ips := map[string]string{} // pod IP -> node
+	for _, p := range pods.Items {
+		_, cidr, err := net.ParseCIDR(cidrs[p.Spec.NodeName])
+		if err != nil {
+			t.Fatalf("pod CIDR of %s: %v", p.Spec.NodeName, err)
+		}
+		ip := net.ParseIP(p.Status.PodIP)
+		if ip == nil || !cidr.Contains(ip) {
+			t.Errorf("pod %s on %s has IP %q, want one in %s", p.Name, p.Spec.NodeName, p.Status.PodIP, cidr)
+			continue
+		}
+		ips[p.Status.PodIP] = p.Spec.NodeName
+		body := httpGet(t, "http://"+net.JoinHostPort(p.Status.PodIP, "8080")+"/greeting")
+		if body != "hello" {
+			t.Errorf("GET greeting from pod %s at %s: %q, want hello", p.Name, p.Status.PodIP, body)
+		}
+	}
+	if len(ips) != replicas {
+		t.Fatalf("%d distinct pod IPs %v, want %d", len(ips), ips, replicas)
+	}
+	if len(nodes) > 1 {
+		crossNode(t, nodes[0], ips)
+	}
+	launcher.WaitFor(t, 60*time.Second, "every pod's address ready in the Service's EndpointSlices", func() (bool, string) {
+		slices, err := client.DiscoveryV1().EndpointSlices("default").List(ctx, metav1.ListOptions{LabelSelector: discoveryv1.LabelServiceName + "=web"})
+		if err != nil {
+			return false, err.Error()
+		}
+		ready := map[string]bool{}
+		var seen []string
+		for _, sl := range slices.Items {
+			for _, ep := range sl.Endpoints {
+				r := ep.Conditions.Ready != nil && *ep.Conditions.Ready
+				for _, a := range ep.Addresses {
+					ready[a] = r
+					seen = append(seen, fmt.Sprintf("%s ready=%v", a, r))
+				}
+			}
+		}
+		for ip := range ips {
+			if !ready[ip] {
+				return false, strings.Join(seen, ", ")
+			}
+		}
+		return len(ready) == len(ips), strings.Join(seen, ", ")
+	})
+}
+
+// crossNode runs wget in a container of node a's pod towards a pod on
+// another node: traffic between the nodes' bridges.
+func crossNode(t *testing.T, a *node, ips map[string]string) {
+	t.Helper()
+	var target string
+	for ip, on := range ips {
+		if on != a.name {
+			target = ip
+		}
+	}
+	cs, err := a.containerd.ListContainers(t.Context(), &runtimeapi.ListContainersRequest{Filter: &runtimeapi.ContainerFilter{
+		State:         &runtimeapi.ContainerStateValue{State: runtimeapi.ContainerState_CONTAINER_RUNNING},
+		LabelSelector: map[string]string{"io.kubernetes.pod.namespace": "default", "io.kubernetes.container.name": "app"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if target == "" || len(cs.Containers) == 0 {
+		t.Fatalf("want a running app container on %s and a pod elsewhere (IPs %v)", a.name, ips)
+	}
+	resp, err := a.containerd.ExecSync(t.Context(), &runtimeapi.ExecSyncRequest{ContainerId: cs.Containers[0].Id, Timeout: 10,
+		Cmd: []string{"wget", "-q", "-O", "-", "http://" + net.JoinHostPort(target, "8080") + "/greeting"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.ExitCode != 0 || string(resp.Stdout) != "hello" {
+		t.Fatalf("wget from a pod on %s to %s (on %s): exit %d, out %q, err %q", a.name, target, ips[target], resp.ExitCode, resp.Stdout, resp.Stderr)
+	}
+	t.Logf("a pod on %s reached %s on %s", a.name, target, ips[target])
+}
+
+func httpGet(t *testing.T, url string) string {
+	t.Helper()
+	c := http.Client{Timeout: 10 * time.Second}
+	resp, err := c.Get(url)
+	if err != nil {
+		t.Errorf("GET %s: %v", url, err)
+		return ""
+	}
+	defer func() { _ = resp.Body.Close() }()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Errorf("GET %s: %v", url, err)
+	}
+	return string(b)
 }
