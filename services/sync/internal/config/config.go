@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -97,6 +98,16 @@ type Config struct {
 	// bound to NodeName this splitlet runs (the DaemonSet deployment); empty
 	// disables the API server source, node registration and status writing.
 	Kubeconfig string
+	// BootstrapKubeconfig authenticates the request for sync's client
+	// certificate when Kubeconfig holds no valid one (the kubelet's
+	// --bootstrap-kubeconfig, TLS bootstrapping); Kubeconfig is then
+	// written, pointing at the certificate in CertDir, which is rotated
+	// before it expires.
+	BootstrapKubeconfig string
+	// CertDir keeps the bootstrapped client certificate
+	// (kubelet-client-current.pem) and the node API's self-signed pair
+	// (the kubelet's --cert-dir); default StateDir/pki.
+	CertDir string
 	// RegisterNode registers NodeName as a Node and keeps its Lease and
 	// status fresh; only meaningful with Kubeconfig.
 	RegisterNode bool
@@ -196,6 +207,8 @@ func Parse(args []string, output io.Writer) (Config, error) {
 	fs.DurationVar(&cfg.AdmissionTimeout, "admission-timeout", DefaultAdmissionTimeout, "longest wait for one admission decision")
 	fs.StringVar(&cfg.AdmissionFailurePolicy, "admission-failure-policy", "Fail", "when admission cannot be asked: Fail keeps new pods Pending (reason AdmissionUnavailable) and retries, Ignore admits them")
 	fs.StringVar(&cfg.Kubeconfig, "kubeconfig", "", "kubeconfig of a Kubernetes API server: run the pods bound to --node-name and write their status back; empty disables the API server source")
+	fs.StringVar(&cfg.BootstrapKubeconfig, "bootstrap-kubeconfig", "", "kubeconfig (a bootstrap token) to request sync's client certificate with when --kubeconfig holds no valid one; --kubeconfig is then written, pointing at the certificate in --cert-dir, which is rotated before it expires (the kubelet's TLS bootstrapping)")
+	fs.StringVar(&cfg.CertDir, "cert-dir", "", "directory of the bootstrapped client certificate and the node API's self-signed pair; empty: <state-dir>/pki")
 	fs.BoolVar(&cfg.Profiling, "profiling", false, "serve Go's pprof profiles under /debug/pprof/ wherever /metrics is served")
 	fs.StringVar(&clusterDNS, "cluster-dns", "", "comma-separated IPs of the cluster DNS servers for pods with dnsPolicy ClusterFirst (the kubelet's --cluster-dns); empty: such pods use the node's resolv.conf")
 	fs.StringVar(&cfg.ClusterDomain, "cluster-domain", "", "the cluster's DNS domain, e.g. cluster.local, searched by ClusterFirst pods (the kubelet's --cluster-domain)")
@@ -234,6 +247,12 @@ func Parse(args []string, output io.Writer) (Config, error) {
 		if _, err := sysctl.NewAllowlist(cfg.AllowedUnsafeSysctls); err != nil {
 			return Config{}, fmt.Errorf("--allowed-unsafe-sysctls: %w", err)
 		}
+	}
+	if cfg.CertDir == "" {
+		cfg.CertDir = filepath.Join(cfg.StateDir, "pki")
+	}
+	if cfg.BootstrapKubeconfig != "" && cfg.Kubeconfig == "" {
+		return Config{}, fmt.Errorf("--bootstrap-kubeconfig needs --kubeconfig: the path the kubeconfig of the issued certificate is written to")
 	}
 	cfg.RegisterNode = cfg.Kubeconfig != ""
 	if *registerNode != "" {

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"path/filepath"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
@@ -52,7 +51,7 @@ func newNodeAPI(ctx context.Context, cfg config.Config, kubeClient kubernetes.In
 	}
 	tlsConfig, err := nodeapi.TLSConfig(nodeapi.TLSOptions{
 		CertFile: cfg.NodeAPITLSCertFile, KeyFile: cfg.NodeAPITLSKeyFile,
-		CertDir: filepath.Join(cfg.StateDir, "pki"), Host: cfg.NodeName, IPs: ips,
+		CertDir: cfg.CertDir, Host: cfg.NodeName, IPs: ips,
 		RequestClientCert: cfg.ClientCAFile != "",
 	})
 	if err != nil {

@@ -94,7 +94,9 @@ func Run(ctx context.Context, cfg config.Config) error {
 	envOptions := kuberuntime.EnvOptions{HostIPs: cfg.NodeIPs, NodeAllocatable: nodeAllocatable(nodeReport(cfg.AdmissionEndpoint), allocatableTTL)}
 	var objects *apiserver.Objects
 	if cfg.Kubeconfig != "" {
-		if kubeClient, err = apiserver.NewClient(cfg.Kubeconfig); err != nil {
+		kubeClient, err = apiserver.NewNodeClient(ctx, apiserver.ClientOptions{Kubeconfig: cfg.Kubeconfig,
+			BootstrapKubeconfig: cfg.BootstrapKubeconfig, CertDir: cfg.CertDir, NodeName: cfg.NodeName})
+		if err != nil {
 			return err
 		}
 		sources = append(sources, apiserver.SourceName)

@@ -21,6 +21,8 @@ package cluster_test
 import (
 	"bytes"
 	"context"
+	"crypto/x509"
+	"encoding/pem"
 	"fmt"
 	"io"
 	"net"
@@ -28,6 +30,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -35,8 +38,10 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
+	certificatesv1 "k8s.io/api/certificates/v1"
 	v1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -144,12 +149,22 @@ func clientFor(t *testing.T, kubeconfig string) kubernetes.Interface {
 
 // startNode starts a gateway (in front of endpoint), admission and sync;
 // sync registers name with the node's own credential and runs one static
-// pod of image, staticPodName in kube-system.
-func startNode(t *testing.T, c *cluster.Cluster, dir, name, endpoint, image string) *node {
+// pod of image, staticPodName in kube-system. The credential is a client
+// certificate the test issues or, given a bootstrap kubeconfig, one sync
+// requests itself (TLS bootstrap).
+func startNode(t *testing.T, c *cluster.Cluster, dir, name, endpoint, image, bootstrapKubeconfig string) *node {
 	t.Helper()
-	kubeconfig, err := c.NodeKubeconfig(name)
-	if err != nil {
-		t.Fatal(err)
+	var kubeconfig string
+	var credentials []string
+	if bootstrapKubeconfig == "" {
+		var err error
+		if kubeconfig, err = c.NodeKubeconfig(name); err != nil {
+			t.Fatal(err)
+		}
+	} else {
+		// Written by sync once its certificate is issued.
+		kubeconfig = filepath.Join(dir, name+".kubeconfig")
+		credentials = append(credentials, "--bootstrap-kubeconfig="+bootstrapKubeconfig, "--cert-dir="+filepath.Join(dir, name+"-pki"))
 	}
 	manifests := filepath.Join(dir, name+"-manifests")
 	if err := os.MkdirAll(manifests, 0o755); err != nil {
@@ -170,12 +185,12 @@ spec:
 		Dir:             filepath.Join(dir, name),
 		NodeName:        name,
 		RuntimeEndpoint: endpoint,
-		SyncArgs: []string{
+		SyncArgs: append([]string{
 			"--kubeconfig=" + kubeconfig,
 			"--manifest-dir=" + manifests,
 			"--relist-interval=1s",
 			"--container-gc-period=2s",
-		},
+		}, credentials...),
 	})
 	if err != nil {
 		t.Fatalf("start node %s: %v", name, err)
@@ -259,7 +274,13 @@ func TestDeploymentOnSplitletNodes(t *testing.T) {
 	var nodes []*node
 	names := map[string]bool{}
 	for i, ep := range e.endpoints {
-		n := startNode(t, c, dir, fmt.Sprintf("splitlet-%c", 'a'+i), ep, e.busybox)
+		// The first node's certificate is issued by the test; every
+		// other node bootstraps its own.
+		bootstrap := ""
+		if i > 0 {
+			bootstrap = bootstrapKubeconfig(t, client, c, dir)
+		}
+		n := startNode(t, c, dir, fmt.Sprintf("splitlet-%c", 'a'+i), ep, e.busybox, bootstrap)
 		nodes = append(nodes, n)
 		names[n.name] = true
 	}
@@ -335,6 +356,9 @@ func TestDeploymentOnSplitletNodes(t *testing.T) {
 	}
 
 	podNetwork(t, client, nodes, cidrs, replicas)
+	if len(nodes) > 1 {
+		tlsBootstrapped(t, client, nodes[1])
+	}
 	mirrorPods(t, client, nodes)
 	missingSecretBlocksStart(t, client, nodes[0], e.busybox)
 
@@ -725,13 +749,13 @@ func podNetwork(t *testing.T, client kubernetes.Interface, nodes []*node, cidrs 
 		crossNode(t, nodes[0], ips)
 	}
 	launcher.WaitFor(t, 60*time.Second, "every pod's address ready in the Service's EndpointSlices", func() (bool, string) {
-		slices, err := client.DiscoveryV1().EndpointSlices("default").List(ctx, metav1.ListOptions{LabelSelector: discoveryv1.LabelServiceName + "=web"})
+		eps, err := client.DiscoveryV1().EndpointSlices("default").List(ctx, metav1.ListOptions{LabelSelector: discoveryv1.LabelServiceName + "=web"})
 		if err != nil {
 			return false, err.Error()
 		}
 		ready := map[string]bool{}
 		var seen []string
-		for _, sl := range slices.Items {
+		for _, sl := range eps.Items {
 			for _, ep := range sl.Endpoints {
 				r := ep.Conditions.Ready != nil && *ep.Conditions.Ready
 				for _, a := range ep.Addresses {
@@ -793,4 +817,137 @@ func httpGet(t *testing.T, url string) string {
 		t.Errorf("GET %s: %v", url, err)
 	}
 	return string(b)
+}
+
+// bootstrapToken is the token the bootstrapping nodes authenticate with
+// (id.secret), as kubeadm's join token.
+const bootstrapToken = "splt01.0123456789abcdef"
+
+// bootstrapKubeconfig sets up TLS bootstrapping as kubeadm does — a
+// bootstrap token Secret in kube-system, and bindings that let its group
+// request node client certificates, have them approved by
+// kube-controller-manager, and let nodes renew their own — and returns a
+// kubeconfig holding the token. Idempotent.
+func bootstrapKubeconfig(t *testing.T, client kubernetes.Interface, c *cluster.Cluster, dir string) string {
+	t.Helper()
+	ctx := t.Context()
+	id, secret, _ := strings.Cut(bootstrapToken, ".")
+	token := &v1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: "bootstrap-token-" + id, Namespace: "kube-system"},
+		Type:       v1.SecretTypeBootstrapToken,
+		StringData: map[string]string{
+			"token-id": id, "token-secret": secret,
+			"usage-bootstrap-authentication": "true",
+			"auth-extra-groups":              "system:bootstrappers:splitlet",
+		},
+	}
+	if _, err := client.CoreV1().Secrets("kube-system").Create(ctx, token, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	for name, b := range map[string]struct{ role, group string }{
+		"splitlet:node-bootstrapper":                     {"system:node-bootstrapper", "system:bootstrappers"},
+		"splitlet:node-autoapprove-bootstrap":            {"system:certificates.k8s.io:certificatesigningrequests:nodeclient", "system:bootstrappers"},
+		"splitlet:node-autoapprove-certificate-rotation": {"system:certificates.k8s.io:certificatesigningrequests:selfnodeclient", "system:nodes"},
+	} {
+		crb := &rbacv1.ClusterRoleBinding{
+			ObjectMeta: metav1.ObjectMeta{Name: name},
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: b.role},
+			Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.GroupKind, Name: b.group}},
+		}
+		if _, err := client.RbacV1().ClusterRoleBindings().Create(ctx, crb, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			t.Fatal(err)
+		}
+	}
+	path := filepath.Join(dir, "bootstrap.kubeconfig")
+	body := fmt.Sprintf(`apiVersion: v1
+kind: Config
+clusters:
+- name: splitlet
+  cluster: {server: %s, certificate-authority: %s}
+users:
+- name: bootstrap
+  user: {token: %s}
+contexts:
+- name: splitlet
+  context: {cluster: splitlet, user: bootstrap}
+current-context: splitlet
+`, c.Server, c.CAFile, bootstrapToken)
+	if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// tlsBootstrapped checks that node n got its identity by TLS bootstrap:
+// one CertificateSigningRequest from the bootstrap token, approved and
+// signed by kube-controller-manager, and a kubeconfig sync wrote whose
+// certificate is system:node:<n> in system:nodes. A restart of sync uses
+// that certificate and makes no new request.
+func tlsBootstrapped(t *testing.T, client kubernetes.Interface, n *node) {
+	t.Helper()
+	ctx := t.Context()
+	id, _, _ := strings.Cut(bootstrapToken, ".")
+	requests := func() []certificatesv1.CertificateSigningRequest {
+		csrs, err := client.CertificatesV1().CertificateSigningRequests().List(ctx, metav1.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var mine []certificatesv1.CertificateSigningRequest
+		for _, csr := range csrs.Items {
+			if csr.Spec.Username == "system:bootstrap:"+id || csr.Spec.Username == "system:node:"+n.name {
+				mine = append(mine, csr)
+			}
+		}
+		return mine
+	}
+	csrs := requests()
+	if len(csrs) != 1 {
+		t.Fatalf("%d certificate signing requests of %s, want 1: %+v", len(csrs), n.name, csrs)
+	}
+	csr := csrs[0]
+	approved := false
+	for _, c := range csr.Status.Conditions {
+		approved = approved || (c.Type == certificatesv1.CertificateApproved && c.Status == v1.ConditionTrue)
+	}
+	if csr.Spec.SignerName != certificatesv1.KubeAPIServerClientKubeletSignerName || !approved || len(csr.Status.Certificate) == 0 {
+		t.Fatalf("CSR %s: signer %s, approved %v, %d bytes of certificate; want %s, approved and issued",
+			csr.Name, csr.Spec.SignerName, approved, len(csr.Status.Certificate), certificatesv1.KubeAPIServerClientKubeletSignerName)
+	}
+	rc, err := clientcmd.BuildConfigFromFlags("", n.kubeconfig)
+	if err != nil {
+		t.Fatalf("the kubeconfig sync wrote: %v", err)
+	}
+	pemBytes, err := os.ReadFile(rc.CertFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	block, _ := pem.Decode(pemBytes)
+	if block == nil {
+		t.Fatalf("%s holds no PEM block", rc.CertFile)
+	}
+	cert, err := x509.ParseCertificate(block.Bytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cert.Subject.CommonName != "system:node:"+n.name || !slices.Equal(cert.Subject.Organization, []string{"system:nodes"}) {
+		t.Fatalf("bootstrapped certificate of %s is %s %v, want system:node:%s [system:nodes]", n.name, cert.Subject.CommonName, cert.Subject.Organization, n.name)
+	}
+	t.Logf("%s bootstrapped: CSR %s approved and signed, certificate %s valid until %s", n.name, csr.Name, cert.Subject.CommonName, cert.NotAfter.Format(time.RFC3339))
+
+	restarted := time.Now()
+	n.stack.Sync.Kill()
+	if err := n.stack.Sync.Restart(ctx, 30*time.Second); err != nil {
+		t.Fatalf("restart sync of %s: %v", n.name, err)
+	}
+	launcher.WaitFor(t, 30*time.Second, n.name+"'s Lease renewed by the restarted sync", func() (bool, string) {
+		lease, err := client.CoordinationV1().Leases("kube-node-lease").Get(ctx, n.name, metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		renewed := lease.Spec.RenewTime != nil && lease.Spec.RenewTime.After(restarted)
+		return renewed, fmt.Sprintf("renewed %v", lease.Spec.RenewTime)
+	})
+	if got := len(requests()); got != 1 {
+		t.Errorf("%d certificate signing requests of %s after a restart, want still 1", got, n.name)
+	}
 }
