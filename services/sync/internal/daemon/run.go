@@ -154,7 +154,11 @@ func Run(ctx context.Context, cfg config.Config) error {
 	}
 	apiSource.SetAPIObjects(kubeClient != nil)
 
-	probes := prober.NewManager(ctx, prober.Options{Execer: runtimeManager, Status: pods, Recorder: recorder})
+	// The prober's counters have their own registry, served by the node
+	// API on /metrics/probes as the kubelet's.
+	probeReg := prometheus.NewRegistry()
+	probes := prober.NewManager(ctx, prober.Options{Execer: runtimeManager, Status: pods, Recorder: recorder,
+		Metrics: prober.NewMetrics(probeReg)})
 
 	// Without an admission endpoint every pod is admitted (AlwaysAdmit) and
 	// nothing is evicted.
@@ -227,7 +231,7 @@ func Run(ctx context.Context, cfg config.Config) error {
 			RootDir: cfg.StateDir, PodLogsRoot: cfg.PodLogsRoot, PodsDir: podsDir,
 			PodCgroupRoot: "/kubepods", // kuberuntime.CgroupfsPodCgroupParent's root
 		})
-		if api, err = newNodeAPI(ctx, cfg, kubeClient, pods, rt, summary, reg); err != nil {
+		if api, err = newNodeAPI(ctx, cfg, kubeClient, pods, rt, summary, reg, probeReg); err != nil {
 			return err
 		}
 		defer api.ln.Close()
