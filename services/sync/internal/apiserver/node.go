@@ -1,6 +1,7 @@
 package apiserver
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -50,8 +51,15 @@ type ReportFunc func(ctx context.Context) (NodeReport, error)
 // needs: the runtime's conditions and the pod CIDR hand-over. The gateway's
 // CRI client is one.
 type RuntimeClient interface {
+	Version(ctx context.Context, in *runtimeapi.VersionRequest, opts ...grpc.CallOption) (*runtimeapi.VersionResponse, error)
 	Status(ctx context.Context, in *runtimeapi.StatusRequest, opts ...grpc.CallOption) (*runtimeapi.StatusResponse, error)
 	UpdateRuntimeConfig(ctx context.Context, in *runtimeapi.UpdateRuntimeConfigRequest, opts ...grpc.CallOption) (*runtimeapi.UpdateRuntimeConfigResponse, error)
+}
+
+// ImageLister lists the runtime's images (the gateway's CRI image
+// client), for the Node's status.images.
+type ImageLister interface {
+	ListImages(ctx context.Context, in *runtimeapi.ListImagesRequest, opts ...grpc.CallOption) (*runtimeapi.ListImagesResponse, error)
 }
 
 // NodeOptions configure a NodeRegistrar.
@@ -85,6 +93,12 @@ type NodeOptions struct {
 	// Node's spec.podCIDRs (UpdateRuntimeConfig), as the kubelet does.
 	// nil: Ready says nothing of the runtime.
 	Runtime RuntimeClient
+	// Images, when set, fills status.images.
+	Images ImageLister
+	// SystemInfo is the machine's part of status.nodeInfo (kernel, OS
+	// image, machine, system and boot IDs: MachineInfo); the registrar adds
+	// the runtime's version, the OS and architecture.
+	SystemInfo v1.NodeSystemInfo
 	// Now is the clock (tests).
 	Now func() time.Time
 }
@@ -255,10 +269,71 @@ func (r *NodeRegistrar) fillStatus(ctx context.Context, n *v1.Node) error {
 	n.Status.Conditions = conditions
 	n.Status.Addresses = r.opts.Addresses
 	n.Status.DaemonEndpoints.KubeletEndpoint.Port = r.opts.KubeletPort
-	n.Status.NodeInfo.OperatingSystem = runtime.GOOS
-	n.Status.NodeInfo.Architecture = runtime.GOARCH
-	n.Status.NodeInfo.KubeletVersion = "splitlet"
+	info := r.opts.SystemInfo
+	info.OperatingSystem, info.Architecture = runtime.GOOS, runtime.GOARCH
+	info.KubeletVersion = "splitlet"
+	info.ContainerRuntimeVersion = r.runtimeVersion(ctx)
+	n.Status.NodeInfo = info
+	if r.opts.Images != nil {
+		images, err := r.images(ctx)
+		if err != nil {
+			// The kubelet's Images setter: the list is emptied.
+			logctx.From(ctx).Info("error getting image list", zap.Error(err))
+		}
+		n.Status.Images = images
+	}
 	return nil
+}
+
+// runtimeVersion is "<runtime name>://<version>" from CRI Version, or
+// "<name>://Unknown" when it does not answer. Matches the kubelet's
+// VersionInfo setter; with no runtime it is empty.
+func (r *NodeRegistrar) runtimeVersion(ctx context.Context) string {
+	if r.opts.Runtime == nil {
+		return ""
+	}
+	v, err := r.opts.Runtime.Version(ctx, &runtimeapi.VersionRequest{})
+	if err != nil {
+		return "remote://Unknown"
+	}
+	return v.GetRuntimeName() + "://" + v.GetRuntimeVersion()
+}
+
+// Limits of status.images: the kubelet's --node-status-max-images default
+// and MaxNamesPerImageInNodeStatus.
+const (
+	nodeStatusMaxImages          = 50
+	maxNamesPerImageInNodeStatus = 5
+)
+
+// images is the Node's status.images: the runtime's images, largest
+// first, at most nodeStatusMaxImages, each named by its digests then its
+// tags (at most maxNamesPerImageInNodeStatus). Matches the kubelet's
+// Images setter over imageManager.GetImageList (sorted by size).
+func (r *NodeRegistrar) images(ctx context.Context) ([]v1.ContainerImage, error) {
+	resp, err := r.opts.Images.ListImages(ctx, &runtimeapi.ListImagesRequest{})
+	if err != nil {
+		return nil, err
+	}
+	list := slices.Clone(resp.GetImages())
+	slices.SortStableFunc(list, func(a, b *runtimeapi.Image) int {
+		if a.GetSize() != b.GetSize() {
+			return cmp.Compare(b.GetSize(), a.GetSize())
+		}
+		return strings.Compare(a.GetId(), b.GetId())
+	})
+	if len(list) > nodeStatusMaxImages {
+		list = list[:nodeStatusMaxImages]
+	}
+	var out []v1.ContainerImage
+	for _, img := range list {
+		names := append(slices.Clone(img.GetRepoDigests()), img.GetRepoTags()...)
+		if len(names) > maxNamesPerImageInNodeStatus {
+			names = names[:maxNamesPerImageInNodeStatus]
+		}
+		out = append(out, v1.ContainerImage{Names: names, SizeBytes: int64(img.GetSize())})
+	}
+	return out, nil
 }
 
 // Register creates the Node, or adopts an existing one: its labels and

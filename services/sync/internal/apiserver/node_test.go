@@ -281,6 +281,10 @@ func (f *fakeRuntime) Status(context.Context, *runtimeapi.StatusRequest, ...grpc
 		{Type: runtimeapi.RuntimeReady, Status: true}, network}}}, nil
 }
 
+func (f *fakeRuntime) Version(context.Context, *runtimeapi.VersionRequest, ...grpc.CallOption) (*runtimeapi.VersionResponse, error) {
+	return &runtimeapi.VersionResponse{RuntimeName: "containerd", RuntimeVersion: "1.6.20~ds1"}, nil
+}
+
 func (f *fakeRuntime) UpdateRuntimeConfig(_ context.Context, req *runtimeapi.UpdateRuntimeConfigRequest, _ ...grpc.CallOption) (*runtimeapi.UpdateRuntimeConfigResponse, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -391,5 +395,51 @@ func TestRuntimeDownMakesNodeNotReadyAfterThreshold(t *testing.T) {
 	c := readyOf(t, client, "n1")
 	if c.Status != v1.ConditionFalse || c.Message != "container runtime is down: connection refused" {
 		t.Fatalf("Ready after %v = %s %q, want False: container runtime is down", runtimeSyncThreshold, c.Status, c.Message)
+	}
+}
+
+// fakeImages lists a fixed set of images.
+type fakeImages []*runtimeapi.Image
+
+func (f fakeImages) ListImages(context.Context, *runtimeapi.ListImagesRequest, ...grpc.CallOption) (*runtimeapi.ListImagesResponse, error) {
+	return &runtimeapi.ListImagesResponse{Images: f}, nil
+}
+
+// status.nodeInfo carries the machine's IDs, the runtime's name and
+// version ("containerd://1.6.20~ds1", the kubelet's VersionInfo setter);
+// status.images the runtime's images largest first, named by digests then
+// tags, at most 5 names and 50 images (the kubelet's Images setter).
+func TestNodeInfoAndImages(t *testing.T) {
+	var imgs fakeImages
+	for i := range 60 {
+		imgs = append(imgs, &runtimeapi.Image{Id: fmt.Sprintf("sha256:%02d", i), Size: uint64(1000 + i),
+			RepoTags: []string{fmt.Sprintf("example.com/img%d:v1", i)}, RepoDigests: []string{fmt.Sprintf("example.com/img%d@sha256:%02d", i, i)}})
+	}
+	imgs[0].RepoTags = []string{"a:1", "a:2", "a:3", "a:4", "a:5"}
+	imgs[0].Size = 1 << 30 // the largest
+	client := fake.NewClientset()
+	r := NewNodeRegistrar(client, NodeOptions{Name: "n1", Report: report, Runtime: &fakeRuntime{podCIDRs: []string{"10.244.0.0/24"}}, Images: imgs,
+		SystemInfo: v1.NodeSystemInfo{MachineID: "m-1", BootID: "b-1", KernelVersion: "6.1.0", OSImage: "Debian GNU/Linux 12 (bookworm)"}})
+	if err := r.Register(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	n, err := client.CoreV1().Nodes().Get(t.Context(), "n1", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	info := n.Status.NodeInfo
+	if info.ContainerRuntimeVersion != "containerd://1.6.20~ds1" || info.MachineID != "m-1" || info.BootID != "b-1" ||
+		info.KernelVersion != "6.1.0" || info.OSImage != "Debian GNU/Linux 12 (bookworm)" || info.OperatingSystem != "linux" {
+		t.Errorf("nodeInfo %+v", info)
+	}
+	got := n.Status.Images
+	if len(got) != 50 {
+		t.Fatalf("%d images, want 50", len(got))
+	}
+	if want := []string{"example.com/img0@sha256:00", "a:1", "a:2", "a:3", "a:4"}; !slices.Equal(got[0].Names, want) || got[0].SizeBytes != 1<<30 {
+		t.Errorf("first image %+v, want the largest named %v", got[0], want)
+	}
+	if got[1].Names[1] != "example.com/img59:v1" || got[49].Names[1] != "example.com/img11:v1" {
+		t.Errorf("images not largest first: second %v, last %v", got[1].Names, got[49].Names)
 	}
 }

@@ -27,6 +27,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"go.uber.org/zap"
+	"golang.org/x/sys/unix"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 	v1 "k8s.io/api/core/v1"
@@ -259,6 +260,8 @@ func Run(ctx context.Context, cfg config.Config) error {
 				StatusInterval: 20 * time.Second,
 				Addresses:      apiserver.NodeAddresses(cfg.NodeIPs, hostname()),
 				Runtime:        rt,
+				Images:         images,
+				SystemInfo:     systemInfo(),
 			}
 			if api != nil {
 				// The API server's proxy (kubectl logs) dials
@@ -385,6 +388,39 @@ func hostname() string {
 		return ""
 	}
 	return strings.ToLower(h)
+}
+
+// systemInfo is the machine's part of the Node's status.nodeInfo, read as
+// the kubelet's cadvisor reads it (MachineInfo, VersionInfo): the kernel
+// release, /etc/os-release's PRETTY_NAME ("Linux" without one), the machine
+// ID, the DMI product UUID and the boot ID. What cannot be read stays empty.
+func systemInfo() v1.NodeSystemInfo {
+	firstLine := func(paths ...string) string {
+		for _, p := range paths {
+			if b, err := os.ReadFile(p); err == nil {
+				return strings.TrimSpace(string(b))
+			}
+		}
+		return ""
+	}
+	info := v1.NodeSystemInfo{
+		MachineID:  firstLine("/etc/machine-id", "/var/lib/dbus/machine-id"),
+		SystemUUID: firstLine("/sys/class/dmi/id/product_uuid"),
+		BootID:     firstLine("/proc/sys/kernel/random/boot_id"),
+		OSImage:    "Linux",
+	}
+	var u unix.Utsname
+	if unix.Uname(&u) == nil {
+		info.KernelVersion = unix.ByteSliceToString(u.Release[:])
+	}
+	if b, err := os.ReadFile("/etc/os-release"); err == nil {
+		for _, line := range strings.Split(string(b), "\n") {
+			if v, ok := strings.CutPrefix(line, "PRETTY_NAME="); ok {
+				info.OSImage = strings.Trim(v, `"'`)
+			}
+		}
+	}
+	return info
 }
 
 // machineMemory reads MemTotal from /proc/meminfo in bytes; 0 when unknown.

@@ -305,6 +305,20 @@ func TestDeploymentOnSplitletNodes(t *testing.T) {
 		}
 		return len(notReady) == 0, strings.Join(notReady, "; ")
 	})
+	for _, n := range nodes {
+		obj, err := client.CoreV1().Nodes().Get(ctx, n.name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// As a kubelet's: the runtime's name and version, the images it holds.
+		hasBusybox := false
+		for _, img := range obj.Status.Images {
+			hasBusybox = hasBusybox || slices.Contains(img.Names, e.busybox)
+		}
+		if !strings.HasPrefix(obj.Status.NodeInfo.ContainerRuntimeVersion, "containerd://1.") || !hasBusybox || obj.Status.NodeInfo.BootID == "" {
+			t.Errorf("node %s: nodeInfo %+v, images %+v; want containerd's version, a boot ID and %s among the images", n.name, obj.Status.NodeInfo, obj.Status.Images, e.busybox)
+		}
+	}
 	seen := map[string]string{}
 	for name, cidr := range cidrs {
 		if other, dup := seen[cidr]; dup {
