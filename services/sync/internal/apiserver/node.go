@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math/rand/v2"
 	"runtime"
 	"slices"
 	"strings"
@@ -16,10 +17,13 @@ import (
 	"google.golang.org/grpc"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	v1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/util/retry"
+	nodeutil "k8s.io/component-helpers/node/util"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/splitlet/splitlet/internal/logctx"
@@ -78,9 +82,13 @@ type NodeOptions struct {
 	Taints []v1.Taint
 	// LeaseInterval is the Lease renewal period [10 s, the kubelet's].
 	LeaseInterval time.Duration
-	// StatusInterval is the node status update period [1 min, the
-	// kubelet's nodeStatusReportFrequency].
+	// StatusInterval is how often the node status is computed and, when
+	// it changed, patched [10 s, the kubelet's nodeStatusUpdateFrequency].
 	StatusInterval time.Duration
+	// ReportInterval is how often an unchanged status is patched anyway
+	// [5 min, the kubelet's nodeStatusReportFrequency]; the Lease is the
+	// heartbeat in between.
+	ReportInterval time.Duration
 	// Addresses are the node's status.addresses (NodeAddresses), through
 	// which the API server reaches the node API.
 	Addresses []v1.NodeAddress
@@ -141,6 +149,11 @@ type NodeRegistrar struct {
 	podCIDR string
 	// lastRuntimeOK is when the runtime last answered Status.
 	lastRuntimeOK time.Time
+	// lastReport is when the status was last patched; reportDelay spreads
+	// the next unchanged report (the kubelet's lastStatusReportTime and
+	// delayAfterNodeStatusChange). Used by the Run goroutine only.
+	lastReport  time.Time
+	reportDelay time.Duration
 }
 
 // NewNodeRegistrar returns a registrar for opts.Name.
@@ -149,7 +162,10 @@ func NewNodeRegistrar(client kubernetes.Interface, opts NodeOptions) *NodeRegist
 		opts.LeaseInterval = 10 * time.Second
 	}
 	if opts.StatusInterval <= 0 {
-		opts.StatusInterval = time.Minute
+		opts.StatusInterval = 10 * time.Second
+	}
+	if opts.ReportInterval <= 0 {
+		opts.ReportInterval = 5 * time.Minute
 	}
 	if opts.Now == nil {
 		opts.Now = time.Now
@@ -193,7 +209,7 @@ func (r *NodeRegistrar) Run(ctx context.Context) {
 				log.Info("lease renewal failed", zap.Error(err))
 			}
 		case <-st.C:
-			if err := r.UpdateStatus(ctx); err != nil {
+			if err := r.syncStatus(ctx, false); err != nil {
 				log.Info("node status update failed", zap.Error(err))
 			}
 		}
@@ -255,7 +271,11 @@ func (r *NodeRegistrar) fillStatus(ctx context.Context, n *v1.Node) error {
 		reported[c.Type] = true
 		c.LastHeartbeatTime = now
 		if c.LastTransitionTime.IsZero() {
+			// Unchanged since the last report: its transition stands.
 			c.LastTransitionTime = now
+			if prev := findCondition(n.Status.Conditions, c.Type); prev != nil && prev.Status == c.Status {
+				c.LastTransitionTime = prev.LastTransitionTime
+			}
 		}
 		conditions = append(conditions, c)
 	}
@@ -389,9 +409,19 @@ func hasTaint(taints []v1.Taint, t v1.Taint) bool {
 	return false
 }
 
-// UpdateStatus refreshes the node's conditions (heartbeat) and resources.
-// Matches the kubelet's updateNodeStatus, retried on conflict.
+// UpdateStatus computes the node's status (heartbeat, conditions,
+// resources, info, images) and patches it.
 func (r *NodeRegistrar) UpdateStatus(ctx context.Context) error {
+	return r.syncStatus(ctx, true)
+}
+
+// syncStatus computes the node's status and patches it when it changed
+// (heartbeat times aside), when the pod CIDR was handed over, when force
+// is set, or when ReportInterval (plus a spread) has passed since the last
+// patch. Matches the kubelet's tryUpdateNodeStatus (updateNode,
+// nodeStatusHasChanged, isUpdateStatusPeriodExpired, calculateDelay,
+// patchNodeStatus), retried on conflict.
+func (r *NodeRegistrar) syncStatus(ctx context.Context, force bool) error {
 	nodes := r.client.CoreV1().Nodes()
 	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		cur, err := nodes.Get(ctx, r.opts.Name, metav1.GetOptions{})
@@ -399,13 +429,42 @@ func (r *NodeRegistrar) UpdateStatus(ctx context.Context) error {
 			return err
 		}
 		next := cur.DeepCopy()
-		r.updatePodCIDR(ctx, next)
+		cidrChanged := r.updatePodCIDR(ctx, next)
 		if err := r.fillStatus(ctx, next); err != nil {
 			return err
 		}
-		_, err = nodes.UpdateStatus(ctx, next, metav1.UpdateOptions{})
-		return err
+		changed := cidrChanged || nodeStatusHasChanged(&cur.Status, &next.Status)
+		now := r.opts.Now()
+		if !changed && !force && now.Sub(r.lastReport) < r.opts.ReportInterval+r.reportDelay {
+			return nil
+		}
+		if _, _, err := nodeutil.PatchNodeStatus(r.client.CoreV1(), types.NodeName(r.opts.Name), cur, next); err != nil {
+			return err
+		}
+		r.reportDelay = 0
+		if changed || r.lastReport.IsZero() {
+			r.reportDelay = time.Duration(float64(r.opts.ReportInterval) * (rand.Float64() - 0.5))
+		}
+		r.lastReport = now
+		return nil
 	})
+}
+
+// nodeStatusHasChanged compares two statuses ignoring the conditions'
+// heartbeat times, as the kubelet's nodeStatusHasChanged.
+func nodeStatusHasChanged(old, cur *v1.NodeStatus) bool {
+	if len(old.Conditions) != len(cur.Conditions) {
+		return true
+	}
+	strip := func(s *v1.NodeStatus) *v1.NodeStatus {
+		c := s.DeepCopy()
+		for i := range c.Conditions {
+			c.Conditions[i].LastHeartbeatTime = metav1.Time{}
+		}
+		slices.SortStableFunc(c.Conditions, func(a, b v1.NodeCondition) int { return strings.Compare(string(a.Type), string(b.Type)) })
+		return c
+	}
+	return !apiequality.Semantic.DeepEqual(strip(old), strip(cur))
 }
 
 // updatePodCIDR hands the Node's pod CIDRs to the runtime when they
@@ -413,24 +472,26 @@ func (r *NodeRegistrar) UpdateStatus(ctx context.Context) error {
 // template (containerd's conf_template) writes the node's pod network.
 // Matches the kubelet's updateNode → updatePodCIDR (CIDRs joined with a
 // comma, errors logged, the next status update tries again).
-func (r *NodeRegistrar) updatePodCIDR(ctx context.Context, n *v1.Node) {
+func (r *NodeRegistrar) updatePodCIDR(ctx context.Context, n *v1.Node) (changed bool) {
 	if r.opts.Runtime == nil || len(n.Spec.PodCIDRs) == 0 {
-		return
+		return false
 	}
 	cidr := strings.Join(n.Spec.PodCIDRs, ",")
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if cidr == r.podCIDR {
-		return
+		return false
 	}
 	_, err := r.opts.Runtime.UpdateRuntimeConfig(ctx, &runtimeapi.UpdateRuntimeConfigRequest{
 		RuntimeConfig: &runtimeapi.RuntimeConfig{NetworkConfig: &runtimeapi.NetworkConfig{PodCidr: cidr}}})
 	if err != nil {
+		// As the kubelet's: a failed hand-over still counts as a change.
 		logctx.From(ctx).Warn("failed to update pod CIDR", zap.String("podCIDR", cidr), zap.Error(err))
-		return
+		return true
 	}
 	logctx.From(ctx).Info("updating pod CIDR", zap.String("originalPodCIDR", r.podCIDR), zap.String("newPodCIDR", cidr))
 	r.podCIDR = cidr
+	return true
 }
 
 // runtimeErrors is why the runtime keeps the node from being Ready, or

@@ -443,3 +443,72 @@ func TestNodeInfoAndImages(t *testing.T) {
 		t.Errorf("images not largest first: second %v, last %v", got[1].Names, got[49].Names)
 	}
 }
+
+// The periodic status sync patches the Node only when its status changed
+// (heartbeats aside) or the report interval passed, as the kubelet's
+// tryUpdateNodeStatus; the Lease is the heartbeat in between.
+func TestStatusPatchedOnlyOnChangeOrReportInterval(t *testing.T) {
+	ctx := t.Context()
+	client := fake.NewClientset()
+	clock := time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)
+	pressure := v1.ConditionFalse
+	var mu sync.Mutex
+	rep := func(context.Context) (NodeReport, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		return NodeReport{Conditions: []v1.NodeCondition{{Type: v1.NodeMemoryPressure, Status: pressure}}}, nil
+	}
+	r := NewNodeRegistrar(client, NodeOptions{Name: "n1", Report: rep, Now: func() time.Time { return clock }})
+	if err := r.Register(ctx); err != nil {
+		t.Fatal(err)
+	}
+	patches := func() int {
+		n := 0
+		for _, a := range client.Actions() {
+			if a.GetVerb() == "patch" && a.GetSubresource() == "status" {
+				n++
+			}
+		}
+		return n
+	}
+	sync := func(after time.Duration) {
+		t.Helper()
+		clock = clock.Add(after)
+		if err := r.syncStatus(ctx, false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The first sync after a start reports (the kubelet's
+	// lastStatusReportTime is zero then).
+	sync(10 * time.Second)
+	base := patches()
+	sync(10 * time.Second)
+	sync(10 * time.Second)
+	if got := patches() - base; got != 0 {
+		t.Fatalf("%d status patches with nothing changed, want none", got)
+	}
+	mu.Lock()
+	pressure = v1.ConditionTrue
+	mu.Unlock()
+	sync(10 * time.Second)
+	if got := patches() - base; got != 1 {
+		t.Fatalf("%d status patches after MemoryPressure turned True, want 1", got)
+	}
+	n, err := client.CoreV1().Nodes().Get(ctx, "n1", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := findNodeCondition(n, v1.NodeMemoryPressure); c == nil || c.Status != v1.ConditionTrue || !c.LastTransitionTime.Time.Equal(clock) {
+		t.Errorf("MemoryPressure %+v, want True since %v", c, clock)
+	}
+	// Unchanged again: nothing until the report interval (5 min, spread by
+	// up to half of it either way) has passed.
+	sync(10 * time.Second)
+	if got := patches() - base; got != 1 {
+		t.Fatalf("%d status patches, want still 1", got)
+	}
+	sync(8 * time.Minute)
+	if got := patches() - base; got != 2 {
+		t.Fatalf("%d status patches 8 min later, want the periodic report (2)", got)
+	}
+}

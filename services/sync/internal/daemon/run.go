@@ -253,15 +253,14 @@ func Run(ctx context.Context, cfg config.Config) error {
 		go apiserver.NewEventSink(kubeClient, pods).Run(ctx, recorder)
 		if cfg.RegisterNode {
 			opts := apiserver.NodeOptions{
-				Name:           cfg.NodeName,
-				Labels:         cfg.NodeLabels,
-				Taints:         cfg.RegisterWithTaints,
-				Report:         nodeReport(cfg.AdmissionEndpoint),
-				StatusInterval: 20 * time.Second,
-				Addresses:      apiserver.NodeAddresses(cfg.NodeIPs, hostname()),
-				Runtime:        rt,
-				Images:         images,
-				SystemInfo:     systemInfo(),
+				Name:       cfg.NodeName,
+				Labels:     cfg.NodeLabels,
+				Taints:     cfg.RegisterWithTaints,
+				Report:     nodeReport(cfg.AdmissionEndpoint),
+				Addresses:  apiserver.NodeAddresses(cfg.NodeIPs, hostname()),
+				Runtime:    rt,
+				Images:     images,
+				SystemInfo: systemInfo(),
 			}
 			if api != nil {
 				// The API server's proxy (kubectl logs) dials
