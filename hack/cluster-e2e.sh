@@ -56,6 +56,10 @@ stop_all() {
 inner() {
   local workdir=$1 nodes=$2 i endpoints=""
   ip link set lo up
+  # The address of the second node's API (services/sync/test/cluster
+  # nodeAPIIP): the API server does not proxy to loopback. TEST-NET-1 on
+  # lo, so nothing leaves the namespace.
+  ip addr add 192.0.2.11/32 dev lo
   trap stop_all EXIT
   trap 'exit 130' INT
   trap 'exit 143' TERM

@@ -142,6 +142,11 @@ type Config struct {
 	// them a self-signed pair is made under StateDir/pki.
 	NodeAPITLSCertFile string
 	NodeAPITLSKeyFile  string
+	// RotateServerCertificates has the node API's serving certificate
+	// issued by the kubernetes.io/kubelet-serving signer through a
+	// CertificateSigningRequest and renewed before it expires (the
+	// kubelet's --rotate-server-certificates); needs Kubeconfig.
+	RotateServerCertificates bool
 	// ClientCAFile verifies client certificates on the node API (the
 	// kubelet's --client-ca-file).
 	ClientCAFile string
@@ -208,6 +213,7 @@ func Parse(args []string, output io.Writer) (Config, error) {
 	fs.StringVar(&cfg.AdmissionFailurePolicy, "admission-failure-policy", "Fail", "when admission cannot be asked: Fail keeps new pods Pending (reason AdmissionUnavailable) and retries, Ignore admits them")
 	fs.StringVar(&cfg.Kubeconfig, "kubeconfig", "", "kubeconfig of a Kubernetes API server: run the pods bound to --node-name and write their status back; empty disables the API server source")
 	fs.StringVar(&cfg.BootstrapKubeconfig, "bootstrap-kubeconfig", "", "kubeconfig (a bootstrap token) to request sync's client certificate with when --kubeconfig holds no valid one; --kubeconfig is then written, pointing at the certificate in --cert-dir, which is rotated before it expires (the kubelet's TLS bootstrapping)")
+	fs.BoolVar(&cfg.RotateServerCertificates, "rotate-server-certificates", false, "request the node API's serving certificate from the kubernetes.io/kubelet-serving signer (a CertificateSigningRequest someone must approve) and renew it before it expires, as the kubelet's flag; needs --kubeconfig and --node-api-addr, and no --node-api-tls-cert-file")
 	fs.StringVar(&cfg.CertDir, "cert-dir", "", "directory of the bootstrapped client certificate and the node API's self-signed pair; empty: <state-dir>/pki")
 	fs.BoolVar(&cfg.Profiling, "profiling", false, "serve Go's pprof profiles under /debug/pprof/ wherever /metrics is served")
 	fs.StringVar(&clusterDNS, "cluster-dns", "", "comma-separated IPs of the cluster DNS servers for pods with dnsPolicy ClusterFirst (the kubelet's --cluster-dns); empty: such pods use the node's resolv.conf")
@@ -301,6 +307,9 @@ func Parse(args []string, output io.Writer) (Config, error) {
 		// access: only client certificates remain, and they must have a CA.
 		if cfg.Kubeconfig == "" && cfg.ClientCAFile == "" {
 			return Config{}, fmt.Errorf("--node-api-addr needs --kubeconfig (bearer tokens through TokenReview, access through SubjectAccessReview) or --client-ca-file (client certificates only; every verified client may do everything)")
+		}
+		if cfg.RotateServerCertificates && (cfg.Kubeconfig == "" || cfg.NodeAPITLSCertFile != "") {
+			return Config{}, fmt.Errorf("--rotate-server-certificates needs --kubeconfig (the signer is the API server's) and no --node-api-tls-cert-file")
 		}
 		if cfg.Kubeconfig == "" && cfg.AnonymousAuth {
 			return Config{}, fmt.Errorf("--anonymous-auth needs --kubeconfig: without SubjectAccessReview every anonymous request would be allowed")

@@ -11,6 +11,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/splitlet/splitlet/internal/logctx"
+	"github.com/splitlet/splitlet/services/sync/internal/apiserver"
 	"github.com/splitlet/splitlet/services/sync/internal/config"
 	"github.com/splitlet/splitlet/services/sync/internal/nodeapi"
 )
@@ -50,11 +51,19 @@ func newNodeAPI(ctx context.Context, cfg config.Config, kubeClient kubernetes.In
 			ips = append(ips, ip)
 		}
 	}
-	tlsConfig, err := nodeapi.TLSConfig(nodeapi.TLSOptions{
+	tlsOpts := nodeapi.TLSOptions{
 		CertFile: cfg.NodeAPITLSCertFile, KeyFile: cfg.NodeAPITLSKeyFile,
 		CertDir: cfg.CertDir, Host: cfg.NodeName, IPs: ips,
 		RequestClientCert: cfg.ClientCAFile != "",
-	})
+	}
+	if cfg.RotateServerCertificates {
+		m, err := apiserver.NewServingCertManager(ctx, kubeClient, cfg.NodeName, apiserver.NodeAddresses(cfg.NodeIPs, hostname()), cfg.CertDir)
+		if err != nil {
+			return nil, fmt.Errorf("node API: %w", err)
+		}
+		tlsOpts.Current = m.Current
+	}
+	tlsConfig, err := nodeapi.TLSConfig(tlsOpts)
 	if err != nil {
 		return nil, fmt.Errorf("node API: %w", err)
 	}

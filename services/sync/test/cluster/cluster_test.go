@@ -162,9 +162,14 @@ func startNode(t *testing.T, c *cluster.Cluster, dir, name, endpoint, image, boo
 			t.Fatal(err)
 		}
 	} else {
-		// Written by sync once its certificate is issued.
+		// Written by sync once its certificate is issued. This node also
+		// serves the node API, with a serving certificate from the
+		// kubelet-serving signer, on an address the API server may proxy
+		// to (hack/cluster-e2e.sh puts it on lo).
 		kubeconfig = filepath.Join(dir, name+".kubeconfig")
-		credentials = append(credentials, "--bootstrap-kubeconfig="+bootstrapKubeconfig, "--cert-dir="+filepath.Join(dir, name+"-pki"))
+		credentials = append(credentials, "--bootstrap-kubeconfig="+bootstrapKubeconfig, "--cert-dir="+filepath.Join(dir, name+"-pki"),
+			"--node-ip="+nodeAPIIP, "--node-api-addr="+net.JoinHostPort(nodeAPIIP, "10250"), "--client-ca-file="+c.CAFile,
+			"--rotate-server-certificates")
 	}
 	manifests := filepath.Join(dir, name+"-manifests")
 	if err := os.MkdirAll(manifests, 0o755); err != nil {
@@ -372,6 +377,7 @@ func TestDeploymentOnSplitletNodes(t *testing.T) {
 	podNetwork(t, client, nodes, cidrs, replicas)
 	if len(nodes) > 1 {
 		tlsBootstrapped(t, client, nodes[1])
+		servingCertificate(t, e, c, client, nodes[1])
 	}
 	mirrorPods(t, client, nodes)
 	missingSecretBlocksStart(t, client, nodes[0], e.busybox)
@@ -908,7 +914,8 @@ func tlsBootstrapped(t *testing.T, client kubernetes.Interface, n *node) {
 		}
 		var mine []certificatesv1.CertificateSigningRequest
 		for _, csr := range csrs.Items {
-			if csr.Spec.Username == "system:bootstrap:"+id || csr.Spec.Username == "system:node:"+n.name {
+			client := csr.Spec.SignerName == certificatesv1.KubeAPIServerClientKubeletSignerName
+			if client && (csr.Spec.Username == "system:bootstrap:"+id || csr.Spec.Username == "system:node:"+n.name) {
 				mine = append(mine, csr)
 			}
 		}
@@ -916,7 +923,7 @@ func tlsBootstrapped(t *testing.T, client kubernetes.Interface, n *node) {
 	}
 	csrs := requests()
 	if len(csrs) != 1 {
-		t.Fatalf("%d certificate signing requests of %s, want 1: %+v", len(csrs), n.name, csrs)
+		t.Fatalf("%d client certificate signing requests of %s, want 1: %+v", len(csrs), n.name, csrs)
 	}
 	csr := csrs[0]
 	approved := false
@@ -962,6 +969,53 @@ func tlsBootstrapped(t *testing.T, client kubernetes.Interface, n *node) {
 		return renewed, fmt.Sprintf("renewed %v", lease.Spec.RenewTime)
 	})
 	if got := len(requests()); got != 1 {
-		t.Errorf("%d certificate signing requests of %s after a restart, want still 1", got, n.name)
+		t.Errorf("%d client certificate signing requests of %s after a restart, want still 1", got, n.name)
+	}
+}
+
+// nodeAPIIP is the address of the bootstrapping node's API;
+// hack/cluster-e2e.sh puts it on lo (the API server does not proxy to
+// loopback addresses).
+const nodeAPIIP = "192.0.2.11"
+
+// servingCertificate checks --rotate-server-certificates: node n asks the
+// kubernetes.io/kubelet-serving signer for its node API's certificate, an
+// operator approves the request (kube-controller-manager does not approve
+// serving certificates itself), and the API server, which verifies node
+// certificates against the cluster CA, then reaches the node API: its pod
+// list through the node proxy and `kubectl exec`.
+func servingCertificate(t *testing.T, e env, c *cluster.Cluster, client kubernetes.Interface, n *node) {
+	t.Helper()
+	ctx := t.Context()
+	var pod string
+	for name, on := range webPods(t, client) {
+		if on == n.name {
+			pod = name
+		}
+	}
+	// The operator's part: approve what the node asked for. Each start of
+	// sync that has no certificate yet asks anew (tlsBootstrapped
+	// restarted it), so every pending request of the node is approved.
+	approved := map[string]bool{}
+	launcher.WaitFor(t, 60*time.Second, n.name+"'s node API reached through the API server with its signed certificate", func() (bool, string) {
+		csrs, err := client.CertificatesV1().CertificateSigningRequests().List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		for _, csr := range csrs.Items {
+			if csr.Spec.SignerName != certificatesv1.KubeletServingSignerName || csr.Spec.Username != "system:node:"+n.name || approved[csr.Name] {
+				continue
+			}
+			kubectl(t, e, c, "", "certificate", "approve", csr.Name)
+			approved[csr.Name] = true
+		}
+		raw, err := client.CoreV1().RESTClient().Get().AbsPath("/api/v1/nodes", n.name, "proxy", "pods").DoRaw(ctx)
+		if err != nil {
+			return false, fmt.Sprintf("%v (approved %d kubelet-serving CSRs)", err, len(approved))
+		}
+		return strings.Contains(string(raw), pod), string(raw)
+	})
+	if out := kubectl(t, e, c, "", "exec", pod, "--", "echo", "served"); strings.TrimSpace(out) != "served" {
+		t.Errorf("kubectl exec on %s: %q, want served", n.name, out)
 	}
 }
