@@ -38,7 +38,6 @@ import (
 
 	"github.com/splitlet/splitlet/internal/criclient"
 	"github.com/splitlet/splitlet/internal/logctx"
-	"github.com/splitlet/splitlet/proto/splitlet/pod/v1/podv1connect"
 	"github.com/splitlet/splitlet/services/sync/internal/admission"
 	"github.com/splitlet/splitlet/services/sync/internal/apiserver"
 	"github.com/splitlet/splitlet/services/sync/internal/backoff"
@@ -275,7 +274,7 @@ func Run(ctx context.Context, cfg config.Config) error {
 	}
 
 	mux := http.NewServeMux()
-	path, handler := podv1connect.NewPodServiceHandler(server.New(apiSource, pods, recorder, rt),
+	path, handler := server.NewHandler(server.New(apiSource, pods, recorder, rt),
 		connect.WithInterceptors(logInterceptor(log)),
 		// Clients are on the node (loopback by default): gzip would spend
 		// CPU on every Watch event to save nothing; big Lists still shrink.
