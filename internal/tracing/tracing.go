@@ -38,6 +38,7 @@ import (
 	"connectrpc.com/otelconnect"
 	"go.opentelemetry.io/contrib/instrumentation/google.golang.org/grpc/otelgrpc"
 	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/sdk/resource"
@@ -169,6 +170,19 @@ func (t *Tracing) Shutdown(ctx context.Context) error {
 // Tracer is the named tracer of the global provider: a no-op tracer unless
 // Setup turned tracing on.
 func Tracer(name string) trace.Tracer { return otel.Tracer(name) }
+
+// PodAttributes name a pod on a span with OpenTelemetry's Kubernetes
+// attribute keys.
+func PodAttributes(namespace, name, uid string) trace.SpanStartEventOption {
+	return trace.WithAttributes(
+		semconv.K8SNamespaceName(namespace),
+		semconv.K8SPodName(name),
+		semconv.K8SPodUID(uid),
+	)
+}
+
+// ContainerAttribute names a container on a span.
+func ContainerAttribute(name string) attribute.KeyValue { return semconv.K8SContainerName(name) }
 
 // GRPCServerOptions are the options of a gRPC server whose calls continue
 // their caller's trace: otelgrpc's server stats handler. None when tracing
