@@ -89,7 +89,7 @@ func (c *Config) AddFlags(fs *flag.FlagSet) {
 		"OpenTelemetry collector receiving this process's spans over OTLP/gRPC, host:port (plain text) or an http:// or https:// URL; "+
 			"empty: OTEL_EXPORTER_OTLP_ENDPOINT if set, else tracing is off (no exporter, no cost)")
 	fs.Func("tracing-sampling-rate",
-		"fraction of new traces sampled, 0 to 1 (parent-based: a call whose caller sampled is always sampled); "+
+		"fraction of new traces sampled, 0 to 1; a trace starts at a pod worker's step (syncPod, syncTerminatingPod), and RPCs follow their caller's decision; "+
 			"default 1, or OTEL_TRACES_SAMPLER when that is set and this flag is not",
 		func(s string) error {
 			v, err := strconv.ParseFloat(s, 64)
@@ -146,7 +146,7 @@ func Setup(ctx context.Context, service string, c Config) (*Tracing, error) {
 	}
 	popts := []sdktrace.TracerProviderOption{sdktrace.WithBatcher(exporter), sdktrace.WithResource(res)}
 	if c.samplingSet || os.Getenv(envSampler) == "" {
-		popts = append(popts, sdktrace.WithSampler(sdktrace.ParentBased(sdktrace.TraceIDRatioBased(c.SamplingRate))))
+		popts = append(popts, sdktrace.WithSampler(sdktrace.ParentBased(rootSampler{sdktrace.TraceIDRatioBased(c.SamplingRate)})))
 	}
 	t := &Tracing{provider: sdktrace.NewTracerProvider(popts...)}
 	otel.SetTracerProvider(t.provider)
@@ -154,6 +154,23 @@ func Setup(ctx context.Context, service string, c Config) (*Tracing, error) {
 	enabled.Store(true)
 	return t, nil
 }
+
+// rootSampler decides on spans without a parent. Traces start at the steps
+// of the pod lifecycle (syncPod, syncTerminatingPod, ...), which are
+// internal spans; an RPC with no trace around it (sync's relist, the
+// eviction manager's stats, a crictl call) starts none, or every second's
+// relist would be a trace of its own. Its server side has no parent either
+// and is dropped the same way.
+type rootSampler struct{ ratio sdktrace.Sampler }
+
+func (s rootSampler) ShouldSample(p sdktrace.SamplingParameters) sdktrace.SamplingResult {
+	if p.Kind == trace.SpanKindServer || p.Kind == trace.SpanKindClient {
+		return sdktrace.SamplingResult{Decision: sdktrace.Drop, Tracestate: trace.SpanContextFromContext(p.ParentContext).TraceState()}
+	}
+	return s.ratio.ShouldSample(p)
+}
+
+func (s rootSampler) Description() string { return "LifecycleRoots{" + s.ratio.Description() + "}" }
 
 // Enabled reports whether t exports spans.
 func (t *Tracing) Enabled() bool { return t != nil && t.provider != nil }

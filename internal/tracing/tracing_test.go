@@ -10,6 +10,7 @@ import (
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/propagation"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/trace"
 	"go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/splitlet/splitlet/internal/tracing/tracetest"
@@ -137,5 +138,30 @@ func TestOnExportsWithServiceName(t *testing.T) {
 	spans := r.Spans()
 	if len(spans) != 1 || spans[0].Name != "syncPod" || spans[0].Service != ServiceGateway {
 		t.Errorf("received %+v, want one syncPod span from %s", spans, ServiceGateway)
+	}
+}
+
+func TestSamplerStartsTracesAtLifecycleSteps(t *testing.T) {
+	sampler := sdktrace.ParentBased(rootSampler{sdktrace.TraceIDRatioBased(1)})
+	remote := trace.ContextWithRemoteSpanContext(context.Background(), trace.NewSpanContext(trace.SpanContextConfig{
+		TraceID: trace.TraceID{1}, SpanID: trace.SpanID{1}, TraceFlags: trace.FlagsSampled, Remote: true,
+	}))
+	for _, tc := range []struct {
+		desc string
+		ctx  context.Context
+		kind trace.SpanKind
+		want sdktrace.SamplingDecision
+	}{
+		{desc: "a pod worker step starts a trace", ctx: context.Background(), kind: trace.SpanKindInternal, want: sdktrace.RecordAndSample},
+		{desc: "an RPC without a caller's trace starts none", ctx: context.Background(), kind: trace.SpanKindClient, want: sdktrace.Drop},
+		{desc: "a call received without trace context starts none", ctx: context.Background(), kind: trace.SpanKindServer, want: sdktrace.Drop},
+		{desc: "a call received in a sampled trace continues it", ctx: remote, kind: trace.SpanKindServer, want: sdktrace.RecordAndSample},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			got := sampler.ShouldSample(sdktrace.SamplingParameters{ParentContext: tc.ctx, TraceID: trace.TraceID{2}, Name: "x", Kind: tc.kind})
+			if got.Decision != tc.want {
+				t.Errorf("decision %v, want %v", got.Decision, tc.want)
+			}
+		})
 	}
 }
