@@ -36,20 +36,29 @@ type Receiver struct {
 	ln  net.Listener
 	srv *grpc.Server
 
+	discard bool // count spans, keep none (StartDiscarding)
+
 	mu    sync.Mutex
 	spans []Span
+	count int
 	added chan struct{} // closed and replaced on each Export
 }
 
 var _ collectortrace.TraceServiceServer = (*Receiver)(nil)
 
 // Start serves a receiver on a free loopback port.
-func Start() (*Receiver, error) {
+func Start() (*Receiver, error) { return start(false) }
+
+// StartDiscarding serves a receiver that counts the spans and keeps none:
+// a sink for benchmarks with tracing on.
+func StartDiscarding() (*Receiver, error) { return start(true) }
+
+func start(discard bool) (*Receiver, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err
 	}
-	r := &Receiver{ln: ln, srv: grpc.NewServer(), added: make(chan struct{})}
+	r := &Receiver{ln: ln, srv: grpc.NewServer(), added: make(chan struct{}), discard: discard}
 	collectortrace.RegisterTraceServiceServer(r.srv, r)
 	go func() { _ = r.srv.Serve(ln) }()
 	return r, nil
@@ -63,6 +72,18 @@ func (r *Receiver) Stop() { r.srv.Stop() }
 
 // Export implements TraceServiceServer.
 func (r *Receiver) Export(_ context.Context, req *collectortrace.ExportTraceServiceRequest) (*collectortrace.ExportTraceServiceResponse, error) {
+	if r.discard {
+		n := 0
+		for _, rs := range req.GetResourceSpans() {
+			for _, ss := range rs.GetScopeSpans() {
+				n += len(ss.GetSpans())
+			}
+		}
+		r.mu.Lock()
+		r.count += n
+		r.mu.Unlock()
+		return &collectortrace.ExportTraceServiceResponse{}, nil
+	}
 	var got []Span
 	for _, rs := range req.GetResourceSpans() {
 		service := ""
@@ -87,10 +108,18 @@ func (r *Receiver) Export(_ context.Context, req *collectortrace.ExportTraceServ
 	}
 	r.mu.Lock()
 	r.spans = append(r.spans, got...)
+	r.count += len(got)
 	close(r.added)
 	r.added = make(chan struct{})
 	r.mu.Unlock()
 	return &collectortrace.ExportTraceServiceResponse{}, nil
+}
+
+// Count is how many spans were received.
+func (r *Receiver) Count() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.count
 }
 
 // Spans returns a copy of every span received so far.
