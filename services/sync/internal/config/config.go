@@ -21,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/splitlet/splitlet/internal/criclient"
+	"github.com/splitlet/splitlet/internal/tracing"
 	"github.com/splitlet/splitlet/services/sync/internal/sysctl"
 )
 
@@ -120,6 +121,8 @@ type Config struct {
 	// Profiling serves Go's pprof handlers under /debug/pprof/ next to
 	// /metrics (the kubelet's enableProfilingHandler).
 	Profiling bool
+	// Tracing is the --tracing-* flags (internal/tracing).
+	Tracing tracing.Config
 	// ClusterDNS are the cluster DNS server IPs given to ClusterFirst pods
 	// (the kubelet's --cluster-dns); empty makes them fall back to the
 	// node's resolv.conf, as in the kubelet.
@@ -227,6 +230,7 @@ func Parse(args []string, output io.Writer) (Config, error) {
 	fs.BoolVar(&cfg.AnonymousAuth, "anonymous-auth", false, "let node API requests without credentials through as system:anonymous, to be authorized by SubjectAccessReview (needs --kubeconfig)")
 	registerNode := fs.String("register-node", "", "register --node-name as a Node with a Lease in kube-node-lease (true or false; default true when --kubeconfig is set)")
 	nodeLabels := fs.String("node-labels", "", "comma-separated key=value labels added to the registered Node")
+	cfg.Tracing.AddFlags(fs)
 	taints := fs.String("register-with-taints", DefaultRegisterWithTaints, "comma-separated <key>=<value>:<effect> taints of the registered Node (the kubelet's flag); empty registers none, so that any pod may be scheduled here")
 	if err := fs.Parse(args); err != nil {
 		return Config{}, err

@@ -38,6 +38,7 @@ import (
 
 	"github.com/splitlet/splitlet/internal/criclient"
 	"github.com/splitlet/splitlet/internal/logctx"
+	"github.com/splitlet/splitlet/internal/tracing"
 	"github.com/splitlet/splitlet/services/sync/internal/admission"
 	"github.com/splitlet/splitlet/services/sync/internal/apiserver"
 	"github.com/splitlet/splitlet/services/sync/internal/backoff"
@@ -64,8 +65,10 @@ const shutdownTimeout = 5 * time.Second
 func Run(ctx context.Context, cfg config.Config) error {
 	log := logctx.From(ctx)
 
-	conn, err := grpc.NewClient(cfg.RuntimeEndpoint, grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithChainUnaryInterceptor(criclient.Timeouts(cfg.RuntimeRequestTimeout)))
+	// With tracing on, each CRI call is a span of the pod sync that made
+	// it and carries its trace context to the gateway.
+	conn, err := grpc.NewClient(cfg.RuntimeEndpoint, append([]grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithChainUnaryInterceptor(criclient.Timeouts(cfg.RuntimeRequestTimeout))}, tracing.GRPCDialOptions()...)...)
 	if err != nil {
 		return fmt.Errorf("runtime endpoint %s: %w", cfg.RuntimeEndpoint, err)
 	}
@@ -165,7 +168,8 @@ func Run(ctx context.Context, cfg config.Config) error {
 	var admitter syncloop.Admitter = syncloop.AlwaysAdmit{}
 	var admissionClient *admission.Client
 	if cfg.AdmissionEndpoint != "" {
-		admissionClient = admission.New(cfg.AdmissionEndpoint, admission.Options{Timeout: cfg.AdmissionTimeout})
+		admissionClient = admission.New(cfg.AdmissionEndpoint, admission.Options{Timeout: cfg.AdmissionTimeout,
+			ClientOptions: tracing.ConnectClientOptions()})
 		admitter = admissionClient
 	}
 	failurePolicy, err := syncloop.ParseFailurePolicy(cfg.AdmissionFailurePolicy)
