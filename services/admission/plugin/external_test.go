@@ -36,7 +36,7 @@ func TestPluginFetchedAndBuiltOutsideTheRepository(t *testing.T) {
 	}
 	proxy := t.TempDir()
 	for path, dir := range map[string]string{
-		"github.com/splitlet/splitlet/proto":                    filepath.Join(sdk, "..", "..", "..", "proto"),
+		"github.com/splitlet/splitlet/proto":                     filepath.Join(sdk, "..", "..", "..", "proto"),
 		"github.com/splitlet/splitlet/services/admission/plugin": sdk,
 	} {
 		publish(t, proxy, path, dir)
