@@ -36,19 +36,11 @@ export CONTAINERD_WITH_CNI=1
 # shellcheck source-path=SCRIPTDIR source=lib/kube.sh
 source "$root/hack/lib/kube.sh"
 
-# The containerd of each node, for stop_all: hack/lib/containerd.sh keeps one
-# containerd's state in its CONTAINERD_* variables.
-socks=() pids=() dirs=()
+# stop_all stops every node's containerd, showing their logs on failure.
 stop_all() {
-  local rc=$? j
+  local rc=$?
   set +e
-  for j in "${!socks[@]}"; do
-    CONTAINERD_SOCK=${socks[$j]} CONTAINERD_PID=${pids[$j]} CONTAINERD_DIR=${dirs[$j]}
-    if [ "$rc" -ne 0 ] && [ -s "${dirs[$j]}/containerd.log" ]; then
-      log "---- containerd $((j + 1)) log (last 30 lines) ----"; tail -n 30 "${dirs[$j]}/containerd.log" >&2
-    fi
-    containerd_stop
-  done
+  SHOW_LOGS=$([ "$rc" -ne 0 ] && echo 1) containerd_stop_all
   exit "$rc"
 }
 
@@ -67,9 +59,7 @@ inner() {
     # The node's pod network: a bridge of its own, addressed from the pod
     # CIDR sync hands containerd (conf_template); the namespace routes
     # between the bridges.
-    CONTAINERD_CNI_BRIDGE=cbr$i containerd_start "$workdir/c$i" >/dev/null
-    containerd_import "$workdir/images/pause.tar" "$workdir/images/busybox.tar" 2>/dev/null
-    socks+=("$CONTAINERD_SOCK") pids+=("$CONTAINERD_PID") dirs+=("$CONTAINERD_DIR")
+    CONTAINERD_CNI_BRIDGE=cbr$i containerd_start_more "$workdir/c$i" "$workdir/images/pause.tar" "$workdir/images/busybox.tar"
     endpoints+="${endpoints:+,}unix://$CONTAINERD_SOCK"
   done
   log "containerd per node: $endpoints"

@@ -37,27 +37,12 @@ export CONTAINERD_WITH_CNI=1
 # shellcheck source-path=SCRIPTDIR source=lib/kube.sh
 source "$root/hack/lib/kube.sh"
 
-socks=() pids=() dirs=()
+# stop_all stops both containerds, showing their logs on failure.
 stop_all() {
-  local rc=$? j
+  local rc=$?
   set +e
-  for j in "${!socks[@]}"; do
-    CONTAINERD_SOCK=${socks[$j]} CONTAINERD_PID=${pids[$j]} CONTAINERD_DIR=${dirs[$j]}
-    if [ "$rc" -ne 0 ] && [ -s "${dirs[$j]}/containerd.log" ]; then
-      log "---- containerd ${dirs[$j]} log (last 30 lines) ----"; tail -n 30 "${dirs[$j]}/containerd.log" >&2
-    fi
-    containerd_stop
-  done
+  SHOW_LOGS=$([ "$rc" -ne 0 ] && echo 1) containerd_stop_all
   exit "$rc"
-}
-
-# start_containerd DIR IMAGE...: a containerd in DIR with IMAGEs imported.
-start_containerd() {
-  local dir=$1
-  shift
-  containerd_start "$dir" >/dev/null
-  containerd_import "$@" 2>/dev/null
-  socks+=("$CONTAINERD_SOCK") pids+=("$CONTAINERD_PID") dirs+=("$CONTAINERD_DIR")
 }
 
 # inner runs in the new network namespace: the two containerds, then the test.
@@ -70,9 +55,9 @@ inner() {
   trap stop_all EXIT
   trap 'exit 130' INT
   trap 'exit 143' TERM
-  start_containerd "$workdir/k" "$images/pause.tar" "$images"/splitlet-{gateway,admission,sync}.tar
+  containerd_start_more "$workdir/k" "$images/pause.tar" "$images"/splitlet-{gateway,admission,sync}.tar
   local kubelet_endpoint=unix://$CONTAINERD_SOCK
-  CONTAINERD_CNI_BRIDGE=splt0 start_containerd "$workdir/s" "$images/pause.tar" "$images/busybox.tar"
+  CONTAINERD_CNI_BRIDGE=splt0 containerd_start_more "$workdir/s" "$images/pause.tar" "$images/busybox.tar"
   log "kubelet's containerd $kubelet_endpoint, splitlet's $CONTAINERD_DIR"
   # shellcheck disable=SC2086 # E2E_GO_TEST_FLAGS is a list of flags.
   (cd "$root/services/sync/test/daemonset" &&

@@ -11,6 +11,12 @@
 #   containerd_import FILE...     import OCI image tarballs into the k8s.io namespace
 #   containerd_stop               kill every task, stop containerd and its shims,
 #                                 unmount what it left under WORKDIR
+#   containerd_start_more WORKDIR IMAGE...
+#                                 containerd_start and containerd_import, the
+#                                 containerd remembered for containerd_stop_all
+#                                 (tests that run one per node)
+#   containerd_stop_all           containerd_stop each remembered one; with
+#                                 SHOW_LOGS=1 first print each one's last lines
 #
 # Set CONTAINERD_WITH_CNI=1 to install Debian's CNI plugins and give pods a bridge
 # network; without it only host-network pods can run, and the runtime reports
@@ -187,4 +193,26 @@ containerd_stop() {
       while read -r m; do umount -l "$m" 2>/dev/null || true; done
   fi
   unset CONTAINERD_PID
+}
+
+# The containerds containerd_start_more started, for containerd_stop_all.
+_ctrd_socks=() _ctrd_pids=() _ctrd_dirs=()
+
+containerd_start_more() {
+  local dir=$1
+  shift
+  containerd_start "$dir" >/dev/null
+  containerd_import "$@" 2>/dev/null
+  _ctrd_socks+=("$CONTAINERD_SOCK") _ctrd_pids+=("$CONTAINERD_PID") _ctrd_dirs+=("$CONTAINERD_DIR")
+}
+
+containerd_stop_all() {
+  local j
+  for j in "${!_ctrd_socks[@]}"; do
+    CONTAINERD_SOCK=${_ctrd_socks[$j]} CONTAINERD_PID=${_ctrd_pids[$j]} CONTAINERD_DIR=${_ctrd_dirs[$j]}
+    if [ "${SHOW_LOGS:-}" = 1 ] && [ -s "$CONTAINERD_DIR/containerd.log" ]; then
+      containerd_log "---- $CONTAINERD_DIR/containerd.log (last 30 lines) ----"; tail -n 30 "$CONTAINERD_DIR/containerd.log" >&2
+    fi
+    containerd_stop
+  done
 }

@@ -19,7 +19,6 @@
 package cluster_test
 
 import (
-	"bytes"
 	"context"
 	"crypto/x509"
 	"encoding/pem"
@@ -28,7 +27,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -36,8 +34,6 @@ import (
 	"testing"
 	"time"
 
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 	certificatesv1 "k8s.io/api/certificates/v1"
 	v1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -52,6 +48,7 @@ import (
 	"github.com/splitlet/splitlet/internal/cluster"
 	"github.com/splitlet/splitlet/internal/nodelabels"
 	launcher "github.com/splitlet/splitlet/internal/stack"
+	"github.com/splitlet/splitlet/services/sync/test/kubetest"
 )
 
 const (
@@ -131,20 +128,7 @@ func startControlPlane(t *testing.T, e env, dir string) (*cluster.Cluster, kuber
 		}
 		c.Stop()
 	})
-	return c, clientFor(t, c.AdminKubeconfig)
-}
-
-func clientFor(t *testing.T, kubeconfig string) kubernetes.Interface {
-	t.Helper()
-	rc, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
-	if err != nil {
-		t.Fatal(err)
-	}
-	client, err := kubernetes.NewForConfig(rc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return client
+	return c, kubetest.Client(t, c.AdminKubeconfig)
 }
 
 // startNode starts a gateway (in front of endpoint), admission and sync;
@@ -208,27 +192,13 @@ spec:
 		}
 		st.Stop()
 	})
-	conn, err := grpc.NewClient(endpoint, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = conn.Close() })
-	return &node{name: name, kubeconfig: kubeconfig, stack: st, containerd: runtimeapi.NewRuntimeServiceClient(conn)}
+	return &node{name: name, kubeconfig: kubeconfig, stack: st, containerd: kubetest.CRI(t, endpoint)}
 }
 
 // kubectl runs the built kubectl as the cluster's admin, as a user would.
 func kubectl(t *testing.T, e env, c *cluster.Cluster, stdin string, args ...string) string {
 	t.Helper()
-	cmd := exec.CommandContext(t.Context(), filepath.Join(e.kubeBin, cluster.KubectlBinary),
-		append([]string{"--kubeconfig=" + c.AdminKubeconfig}, args...)...)
-	cmd.Stdin = strings.NewReader(stdin)
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out.String())
-	}
-	t.Logf("kubectl %s\n%s", strings.Join(args, " "), strings.TrimSpace(out.String()))
-	return out.String()
+	return kubetest.Kubectl(t, filepath.Join(e.kubeBin, cluster.KubectlBinary), c.AdminKubeconfig, stdin, args...)
 }
 
 // podContainers lists the containers and sandboxes containerd holds for
@@ -259,19 +229,7 @@ func (n *node) podContainers(t *testing.T, namespace string) (containers, sandbo
 // system:node identities under the Node authorizer and NodeRestriction.
 func TestDeploymentOnSplitletNodes(t *testing.T) {
 	e := needEnv(t)
-	// Not t.TempDir: unix socket paths are limited to 108 bytes.
-	dir, err := os.MkdirTemp("", "scl")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		// SPLITLET_E2E_KEEP=1 (hack/cluster-e2e.sh's) keeps every log.
-		if os.Getenv("SPLITLET_E2E_KEEP") == "" {
-			_ = os.RemoveAll(dir)
-		} else {
-			t.Logf("kept %s", dir)
-		}
-	})
+	dir := kubetest.TempDir(t, "", "scl")
 	c, client := startControlPlane(t, e, dir)
 	ctx := t.Context()
 
@@ -609,7 +567,7 @@ func mirrorPods(t *testing.T, client kubernetes.Interface, nodes []*node) {
 func nodeRestricted(t *testing.T, admin kubernetes.Interface, a, b *node) {
 	t.Helper()
 	ctx := t.Context()
-	client := clientFor(t, a.kubeconfig)
+	client := kubetest.Client(t, a.kubeconfig)
 	pods, err := admin.CoreV1().Pods("default").List(ctx, metav1.ListOptions{LabelSelector: "app=web"})
 	if err != nil {
 		t.Fatal(err)

@@ -21,7 +21,6 @@
 package daemonset_test
 
 import (
-	"bytes"
 	"fmt"
 	"net"
 	"os"
@@ -31,18 +30,14 @@ import (
 	"testing"
 	"time"
 
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
-	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/splitlet/splitlet/internal/cluster"
 	"github.com/splitlet/splitlet/internal/kubeletnode"
 	"github.com/splitlet/splitlet/internal/nodelabels"
 	launcher "github.com/splitlet/splitlet/internal/stack"
+	"github.com/splitlet/splitlet/services/sync/test/kubetest"
 )
 
 // nodeIP is the kubelet's address; hack/daemonset-e2e.sh puts it on lo.
@@ -84,7 +79,7 @@ func TestDaemonSetOnAKubeletNode(t *testing.T) {
 		}
 		c.Stop()
 	})
-	client := clientFor(t, c.AdminKubeconfig)
+	client := kubetest.Client(t, c.AdminKubeconfig)
 
 	// The kubelet node, as conformance's (internal/conformance).
 	const kubeletName = "worker-1"
@@ -113,7 +108,7 @@ func TestDaemonSetOnAKubeletNode(t *testing.T) {
 			t.Logf("stop the kubelet: %v", err)
 		}
 	})
-	waitNodeReady(t, client, kubeletName, 90*time.Second)
+	kubetest.WaitNodeReady(t, client, kubeletName, 90*time.Second)
 
 	began := time.Now()
 	kubectl(t, e, c, manifests(t, e, c), "apply", "-f", "-")
@@ -129,7 +124,7 @@ func TestDaemonSetOnAKubeletNode(t *testing.T) {
 	})
 	kubectl(t, e, c, "", "-n", "splitlet-system", "rollout", "status", "daemonset/splitlet", "--timeout=120s")
 	splitletNode := kubeletName + "-splitlet"
-	waitNodeReady(t, client, splitletNode, 90*time.Second)
+	kubetest.WaitNodeReady(t, client, splitletNode, 90*time.Second)
 	t.Logf("the DaemonSet's pod runs on %s and %s is Ready %v after kubectl apply", kubeletName, splitletNode, time.Since(began).Round(time.Millisecond))
 
 	began = time.Now()
@@ -146,8 +141,8 @@ func TestDaemonSetOnAKubeletNode(t *testing.T) {
 		}
 	}
 
-	splitletRuntime := criClient(t, "unix://"+filepath.Join(e.runtimeDir, "containerd.sock"))
-	kubeletRuntime := criClient(t, e.kubeletEndpoint)
+	splitletRuntime := kubetest.CRI(t, "unix://"+filepath.Join(e.runtimeDir, "containerd.sock"))
+	kubeletRuntime := kubetest.CRI(t, e.kubeletEndpoint)
 	if got := running(t, splitletRuntime, "default"); got != 2 {
 		t.Errorf("splitlet's containerd runs %d containers of namespace default, want the 2 replicas", got)
 	}
@@ -185,15 +180,7 @@ func manifests(t *testing.T, e env, c *cluster.Cluster) string {
 	if err := os.MkdirAll("/var/lib/splitlet", 0o755); err != nil {
 		t.Fatal(err)
 	}
-	state, err := os.MkdirTemp("/var/lib/splitlet", "daemonset-e2e-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if os.Getenv("SPLITLET_E2E_KEEP") == "" {
-			_ = os.RemoveAll(state)
-		}
-	})
+	state := kubetest.TempDir(t, "/var/lib/splitlet", "daemonset-e2e-")
 	replace := strings.NewReplacer(
 		"/run/splitlet-containerd", e.runtimeDir,
 		"/var/lib/splitlet/sync", state,
@@ -238,58 +225,10 @@ spec:
 `, nodelabels.AgentLabel, nodelabels.AgentLabelValue, nodelabels.AgentLabel, image)
 }
 
-func waitNodeReady(t *testing.T, client kubernetes.Interface, name string, timeout time.Duration) {
-	t.Helper()
-	launcher.WaitFor(t, timeout, "Node "+name+" Ready", func() (bool, string) {
-		n, err := client.CoreV1().Nodes().Get(t.Context(), name, metav1.GetOptions{})
-		if err != nil {
-			return false, err.Error()
-		}
-		for _, cond := range n.Status.Conditions {
-			if cond.Type == v1.NodeReady {
-				return cond.Status == v1.ConditionTrue, fmt.Sprintf("Ready=%s: %s", cond.Status, cond.Message)
-			}
-		}
-		return false, "no Ready condition"
-	})
-}
-
-func clientFor(t *testing.T, kubeconfig string) kubernetes.Interface {
-	t.Helper()
-	rc, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
-	if err != nil {
-		t.Fatal(err)
-	}
-	client, err := kubernetes.NewForConfig(rc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return client
-}
-
 // kubectl runs the built kubectl as the cluster's admin, as a user would.
 func kubectl(t *testing.T, e env, c *cluster.Cluster, stdin string, args ...string) string {
 	t.Helper()
-	cmd := exec.CommandContext(t.Context(), filepath.Join(e.kubeBin, cluster.KubectlBinary),
-		append([]string{"--kubeconfig=" + c.AdminKubeconfig}, args...)...)
-	cmd.Stdin = strings.NewReader(stdin)
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out.String())
-	}
-	t.Logf("kubectl %s\n%s", strings.Join(args, " "), strings.TrimSpace(out.String()))
-	return out.String()
-}
-
-func criClient(t *testing.T, endpoint string) runtimeapi.RuntimeServiceClient {
-	t.Helper()
-	conn, err := grpc.NewClient(endpoint, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = conn.Close() })
-	return runtimeapi.NewRuntimeServiceClient(conn)
+	return kubetest.Kubectl(t, filepath.Join(e.kubeBin, cluster.KubectlBinary), c.AdminKubeconfig, stdin, args...)
 }
 
 // running counts the running containers of pods in namespace.

@@ -28,18 +28,15 @@ import (
 	"testing"
 	"time"
 
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/splitlet/splitlet/internal/cluster"
 	"github.com/splitlet/splitlet/internal/kubeletnode"
 	"github.com/splitlet/splitlet/internal/stack"
+	"github.com/splitlet/splitlet/services/sync/test/kubetest"
 )
 
 const (
@@ -81,7 +78,7 @@ func TestKubeletNode(t *testing.T) {
 		c.Stop()
 	})
 	t.Logf("control plane ready in %v at %s", time.Since(began).Round(time.Millisecond), c.Server)
-	client := clientFor(t, c.AdminKubeconfig)
+	client := kubetest.Client(t, c.AdminKubeconfig)
 
 	kubeconfig, err := c.NodeKubeconfig(nodeName)
 	if err != nil {
@@ -118,18 +115,7 @@ func TestKubeletNode(t *testing.T) {
 		}
 	})
 
-	stack.WaitFor(t, 2*time.Minute, "Node "+nodeName+" Ready", func() (bool, string) {
-		node, err := client.CoreV1().Nodes().Get(ctx, nodeName, metav1.GetOptions{})
-		if err != nil {
-			return false, err.Error()
-		}
-		for _, cond := range node.Status.Conditions {
-			if cond.Type == v1.NodeReady {
-				return cond.Status == v1.ConditionTrue, fmt.Sprintf("Ready %s: %s %s", cond.Status, cond.Reason, cond.Message)
-			}
-		}
-		return false, "no Ready condition yet"
-	})
+	kubetest.WaitNodeReady(t, client, nodeName, 2*time.Minute)
 	t.Logf("kubelet healthy in %v, Node Ready in %v", healthy.Round(time.Millisecond), time.Since(began).Round(time.Millisecond))
 	node, err := client.CoreV1().Nodes().Get(ctx, nodeName, metav1.GetOptions{})
 	if err != nil {
@@ -195,7 +181,7 @@ func TestKubeletNode(t *testing.T) {
 	// The kubelet stops the pod's containers and sandbox before it lets the
 	// API server forget the pod; removing them is its container GC's, once
 	// a minute (ContainerGCPeriod).
-	runtime := criClient(t, endpoint)
+	runtime := kubetest.CRI(t, endpoint)
 	label := map[string]string{"io.kubernetes.pod.name": "hello"}
 	cs, err := runtime.ListContainers(ctx, &runtimeapi.ListContainersRequest{Filter: &runtimeapi.ContainerFilter{LabelSelector: label}})
 	if err != nil {
@@ -216,27 +202,4 @@ func TestKubeletNode(t *testing.T) {
 		}
 	}
 	t.Logf("deleted: pod gone, its containers and sandbox stopped in %v", time.Since(began).Round(time.Millisecond))
-}
-
-func clientFor(t *testing.T, kubeconfig string) kubernetes.Interface {
-	t.Helper()
-	rc, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
-	if err != nil {
-		t.Fatal(err)
-	}
-	client, err := kubernetes.NewForConfig(rc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return client
-}
-
-func criClient(t *testing.T, endpoint string) runtimeapi.RuntimeServiceClient {
-	t.Helper()
-	conn, err := grpc.NewClient(endpoint, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = conn.Close() })
-	return runtimeapi.NewRuntimeServiceClient(conn)
 }
