@@ -149,9 +149,12 @@ type NodeRegistrar struct {
 	podCIDR string
 	// lastRuntimeOK is when the runtime last answered Status.
 	lastRuntimeOK time.Time
-	// lastReport is when the status was last patched; reportDelay spreads
-	// the next unchanged report (the kubelet's lastStatusReportTime and
-	// delayAfterNodeStatusChange). Used by the Run goroutine only.
+
+	// statusMu serializes status syncs (the kubelet's syncNodeStatusMux)
+	// and guards lastReport, when the status was last patched, and
+	// reportDelay, which spreads the next unchanged report (the kubelet's
+	// lastStatusReportTime and delayAfterNodeStatusChange).
+	statusMu    sync.Mutex
 	lastReport  time.Time
 	reportDelay time.Duration
 }
@@ -191,7 +194,9 @@ func (r *NodeRegistrar) Run(ctx context.Context) {
 	}
 	log.Info("node registered")
 	if r.opts.Runtime != nil {
-		r.fastStatusUpdate(ctx)
+		// Beside the lease and status loop, as the kubelet's
+		// fastStatusUpdateOnce: the Lease must not wait for the network.
+		go r.fastStatusUpdate(ctx)
 	}
 	lease := time.NewTicker(r.opts.LeaseInterval)
 	defer lease.Stop()
@@ -422,6 +427,8 @@ func (r *NodeRegistrar) UpdateStatus(ctx context.Context) error {
 // nodeStatusHasChanged, isUpdateStatusPeriodExpired, calculateDelay,
 // patchNodeStatus), retried on conflict.
 func (r *NodeRegistrar) syncStatus(ctx context.Context, force bool) error {
+	r.statusMu.Lock()
+	defer r.statusMu.Unlock()
 	nodes := r.client.CoreV1().Nodes()
 	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		cur, err := nodes.Get(ctx, r.opts.Name, metav1.GetOptions{})
