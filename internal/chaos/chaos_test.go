@@ -38,9 +38,9 @@ const (
 	converge = 2 * time.Minute
 )
 
-// size is the burst's pod count and the delete's (half of it); CHAOS_PODS
-// overrides the burst.
-func size(t *testing.T) int {
+// size is the burst's pod count and the delete's (half of it): def, or
+// CHAOS_PODS.
+func size(t *testing.T, def int) int {
 	if v := os.Getenv("CHAOS_PODS"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 2 {
@@ -48,7 +48,7 @@ func size(t *testing.T) int {
 		}
 		return n
 	}
-	return 200
+	return def
 }
 
 // figures are what the suite reports.
@@ -57,10 +57,19 @@ type figures struct {
 	lost, mismatches, duplicates, spurious, orphans int
 	convergeBurst, convergeRestart, convergeDelete  time.Duration
 	applyRetries, deleteRetries                     atomic.Int64
+
+	// The containerd form's: kills of containerd, and after the wipe the
+	// pods that kept a sandbox of before (impossible unless the wipe
+	// failed) or whose restart count did not go on from before.
+	containerdKills, reused, countsLost int
+	convergeWipe                        time.Duration
 }
 
 func TestChaos(t *testing.T) {
 	ctx := context.Background()
+	// On containerd (hack/chaos-containerd.sh): a smaller burst, the
+	// runtime's own process among the victims, and a wipe of it.
+	node := newContainerdNode(t)
 	bin, cleanup, err := stack.Binaries(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -81,8 +90,17 @@ func TestChaos(t *testing.T) {
 		}
 	})
 
+	requestTimeout := "2s"
+	endpoint := ""
+	if node != nil {
+		// No hung calls on containerd, but real ones are slower than the
+		// fake's on a loaded machine: a timed-out RunPodSandbox that went
+		// through anyway only costs a second sandbox to clean up.
+		requestTimeout, endpoint = "30s", node.endpoint()
+	}
 	s, err := stack.Start(ctx, stack.Config{
-		BinDir:      bin,
+		BinDir:          bin,
+		RuntimeEndpoint: endpoint,
 		Dir:         dir,
 		NodeName:    "chaos",
 		GatewayArgs: []string{"--log-level=warn", "--allowed-host-path=/"},
@@ -98,7 +116,7 @@ func TestChaos(t *testing.T) {
 			"--crashloop-backoff-max=2s",
 			// A hung CRI call fails after this and is retried by the next
 			// sync (the kubelet's default is 2m).
-			"--runtime-request-timeout=2s",
+			"--runtime-request-timeout=" + requestTimeout,
 			"--log-level=info",
 		},
 		Logger: zaptest.NewLogger(t),
@@ -114,21 +132,38 @@ func TestChaos(t *testing.T) {
 			}
 		}
 	})
-	c := &chaos{t: t, s: s, client: podClient(s.SyncURL()), f: &figures{pods: size(t)}, failures: &failures}
+	c := &chaos{t: t, s: s, node: node, runtime: s.CRI(), client: podClient(s.SyncURL()), failures: &failures}
+	victims := []string{"sync", "admission", "gateway", "plugin"}
+	// Restarts that must restart no container: on the fake, the gateway
+	// holds the runtime and is not among them.
+	restarts := []string{"sync", "admission", "plugin"}
+	rounds := 1
+	if node != nil {
+		c.runtime = node.cri()
+		c.f = &figures{pods: size(t, 30)}
+		victims = append(victims, "containerd")
+		restarts = append(restarts, "gateway", "containerd")
+		// The burst's applies end long before containerd has started the
+		// pods: a second round of kills falls in the middle of that.
+		rounds = 2
+	} else {
+		c.f = &figures{pods: size(t, 200)}
+	}
 	c.f.deleted = c.f.pods / 2
 
 	// Phase 1: a burst under kills and faults.
 	c.setFaults(ctx)
 	names := podNames(c.f.pods)
-	c.underKills(ctx, []string{"sync", "admission", "gateway", "plugin"}, func() { c.applyAll(ctx, names) })
+	c.underKills(ctx, victims, rounds, func() { c.applyAll(ctx, names) })
 	c.clearFaults(ctx)
 	c.f.convergeBurst = c.waitConverged(ctx, names, nil)
 
 	// Phase 2: restarts of splitlet alone (not the runtime) restart no
-	// container.
+	// container; nor, on containerd, does a restart of the gateway or of
+	// containerd, whose containers live on in their shims.
 	before := c.containers(ctx)
 	t0 := time.Now()
-	for _, name := range []string{"sync", "admission", "plugin"} {
+	for _, name := range restarts {
 		c.kill(ctx, name)
 	}
 	c.waitConverged(ctx, names, nil)
@@ -141,14 +176,22 @@ func TestChaos(t *testing.T) {
 		}
 	}
 
+	if node != nil {
+		c.wipePhase(ctx, names)
+	}
+
 	// Phase 3: half the pods deleted under kills and faults.
 	gone, kept := names[:c.f.deleted], names[c.f.deleted:]
 	c.setFaults(ctx)
-	c.underKills(ctx, []string{"sync", "admission", "gateway", "plugin"}, func() { c.deleteAll(ctx, gone) })
+	c.underKills(ctx, victims, 1, func() { c.deleteAll(ctx, gone) })
 	c.clearFaults(ctx)
 	c.f.convergeDelete = c.waitConverged(ctx, kept, gone)
 
 	f := c.f
+	if node != nil {
+		c.reportContainerd()
+		return
+	}
 	summary := fmt.Sprintf("chaos: pods %d, deleted %d, kills %d (%d of the plugin child), fault phases %d (10%% of CRI calls fail, 1%% hang, 5 ms added to each); "+
 		"lost %d, status mismatches %d, duplicate sandboxes %d, spurious restarts %d, orphans %d; "+
 		"converged after the burst in %v, after splitlet restarts in %v, after the delete in %v; retries: apply %d, delete %d",
@@ -164,9 +207,14 @@ func TestChaos(t *testing.T) {
 }
 
 type chaos struct {
-	t      *testing.T
-	s      *stack.Stack
-	client podv1connect.PodServiceClient
+	t *testing.T
+	s *stack.Stack
+	// node is the containerd under the gateway, nil on the fake runtime.
+	node *containerdNode
+	// runtime is where the checks list sandboxes and containers: the
+	// gateway's fake runtime, or containerd itself.
+	runtime runtimeapi.RuntimeServiceClient
+	client  podv1connect.PodServiceClient
 	f      *figures
 	// faulty says the fake runtime should be failing calls now.
 	faulty bool
@@ -224,14 +272,14 @@ func writePluginConfig(t *testing.T, dir string) string {
 
 // underKills runs work while SIGKILLing the named processes one after the
 // other, each restarted before the next is killed, until work is done
-// (and each has been killed at least once).
-func (c *chaos) underKills(ctx context.Context, victims []string, work func()) {
+// and each has been killed at least rounds times.
+func (c *chaos) underKills(ctx context.Context, victims []string, rounds int, work func()) {
 	done := make(chan struct{})
 	go func() { defer close(done); work() }()
 	for i := 0; ; i++ {
 		select {
 		case <-done:
-			if i >= len(victims) {
+			if i >= rounds*len(victims) {
 				return
 			}
 		default:
@@ -248,6 +296,12 @@ func (c *chaos) underKills(ctx context.Context, victims []string, work func()) {
 // restarted by the test, the plugin child by admission on its next call.
 func (c *chaos) kill(ctx context.Context, name string) {
 	c.t.Helper()
+	if name == "containerd" {
+		c.f.kills++
+		c.f.containerdKills++
+		c.node.kill(ctx)
+		return
+	}
 	if name == "plugin" {
 		pid := childPid(c.s.Admission.Pid(), "image-allowlist")
 		if pid == 0 {
@@ -283,6 +337,9 @@ func (c *chaos) kill(ctx context.Context, name string) {
 // 5 ms late, and hang 1% of them until the caller gives up.
 func (c *chaos) setFaults(ctx context.Context) {
 	c.t.Helper()
+	if c.node != nil {
+		return // containerd's faults are its kills
+	}
 	if !c.faulty {
 		c.f.faultsSet++
 	}
@@ -295,6 +352,9 @@ func (c *chaos) setFaults(ctx context.Context) {
 
 func (c *chaos) clearFaults(ctx context.Context) {
 	c.t.Helper()
+	if c.node != nil {
+		return
+	}
 	c.faulty = false
 	c.control(ctx, nil)
 }
@@ -315,7 +375,7 @@ func (c *chaos) control(ctx context.Context, faults []*gatewayv1.Fault) {
 // sync is away (Apply of the same manifest is idempotent).
 func (c *chaos) applyAll(ctx context.Context, names []string) {
 	c.parallel(names, func(name string) {
-		manifest := fmt.Sprintf("apiVersion: v1\nkind: Pod\nmetadata: {name: %s, namespace: %s}\nspec:\n  terminationGracePeriodSeconds: 1\n  containers: [{name: app, image: busybox:1.36}]\n", name, namespace)
+		manifest := c.manifest(name)
 		err := retry(ctx, converge, &c.f.applyRetries, func(ctx context.Context) error {
 			_, err := c.client.Apply(ctx, connect.NewRequest(&podv1.ApplyRequest{Manifest: manifest}))
 			return err
@@ -324,6 +384,16 @@ func (c *chaos) applyAll(ctx context.Context, names []string) {
 			c.t.Errorf("apply %s: %v", name, err)
 		}
 	})
+}
+
+// manifest is pod name's: busybox doing nothing on the fake; on
+// containerd, sleeping (no CNI in the suite, so host network).
+func (c *chaos) manifest(name string) string {
+	if c.node != nil {
+		return fmt.Sprintf("apiVersion: v1\nkind: Pod\nmetadata: {name: %s, namespace: %s}\nspec:\n  hostNetwork: true\n  terminationGracePeriodSeconds: 1\n"+
+			"  containers: [{name: app, image: busybox:1.36, imagePullPolicy: IfNotPresent, command: [sleep, \"3600\"]}]\n", name, namespace)
+	}
+	return fmt.Sprintf("apiVersion: v1\nkind: Pod\nmetadata: {name: %s, namespace: %s}\nspec:\n  terminationGracePeriodSeconds: 1\n  containers: [{name: app, image: busybox:1.36}]\n", name, namespace)
 }
 
 // deleteAll deletes the pods, retried while sync is away; NotFound after a
@@ -415,7 +485,7 @@ func (c *chaos) read(ctx context.Context) (*state, error) {
 		}
 		st.pods[pod.Name] = pod
 	}
-	cri := c.s.CRI()
+	cri := c.runtime
 	sbs, err := cri.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{})
 	if err != nil {
 		return nil, err
@@ -471,7 +541,8 @@ func check(st *state, want, gone []string) (lost, mismatches, duplicates, orphan
 		running := pod.Status.Phase == v1.PodRunning && cs != nil && cs.State.Running != nil
 		id := ""
 		if cs != nil {
-			id = strings.TrimPrefix(cs.ContainerID, "splitlet-fake://")
+			// runtime://id: splitlet-fake:// or containerd://
+			_, id, _ = strings.Cut(cs.ContainerID, "://")
 		}
 		ct, inRuntime := st.containers[id]
 		if !running || !inRuntime || ct.GetLabels()["io.kubernetes.pod.uid"] != uid || len(st.sandboxes[uid]) == 0 {

@@ -1,0 +1,316 @@
+//go:build chaos
+
+package chaos
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/backoff"
+	"google.golang.org/grpc/credentials/insecure"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/splitlet/splitlet/internal/stack"
+)
+
+// Environment of the containerd form (hack/chaos-containerd.sh sets it).
+const (
+	// envContainerdDir is a private containerd's work directory as
+	// hack/lib/containerd.sh lays it out: config.toml, root/, state/,
+	// containerd.sock. Set, the suite runs on that containerd; unset, on
+	// the fake runtime.
+	envContainerdDir = "CHAOS_CONTAINERD_DIR"
+	// envImages lists the OCI tarballs (pause, busybox) imported again
+	// after containerd lost its root.
+	envImages = "CHAOS_IMAGES"
+	// criNamespace is where the CRI plugin keeps its containers.
+	criNamespace = "k8s.io"
+	// runcRoot is where the runc v2 shim keeps runc's state by default
+	// (per namespace): /run, which a reboot empties.
+	runcRoot = "/run/containerd/runc"
+)
+
+// containerdNode is a containerd the suite owns: it starts it, SIGKILLs and
+// restarts it, and wipes it as a node that lost its disk would.
+type containerdNode struct {
+	t      *testing.T
+	dir    string
+	sock   string
+	images []string
+	proc   *stack.Process
+	conn   *grpc.ClientConn
+}
+
+// newContainerdNode returns nil when envContainerdDir is unset (the fake
+// form), else starts containerd from the config hack/lib/containerd.sh
+// wrote, with the images it imported. The script stopped the containerd
+// it imported with, so that this one is the test's child to kill.
+func newContainerdNode(t *testing.T) *containerdNode {
+	dir := os.Getenv(envContainerdDir)
+	if dir == "" {
+		return nil
+	}
+	if os.Geteuid() != 0 {
+		t.Fatalf("%s is set: the containerd form runs containerd and runc, as root", envContainerdDir)
+	}
+	n := &containerdNode{t: t, dir: dir, sock: filepath.Join(dir, "containerd.sock"), images: strings.Fields(os.Getenv(envImages))}
+	if len(n.images) == 0 {
+		t.Fatalf("%s is set but %s names no image tarballs", envContainerdDir, envImages)
+	}
+	conn, err := grpc.NewClient("unix://"+n.sock, grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithConnectParams(grpc.ConnectParams{
+			Backoff:           backoff.Config{BaseDelay: 50 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: time.Second},
+			MinConnectTimeout: 5 * time.Second,
+		}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.conn = conn
+	path, err := exec.LookPath("containerd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.proc, err = stack.StartProcess(t.Context(), "containerd", path, filepath.Join(dir, "containerd.log"), n.ready, 30*time.Second,
+		"--config", filepath.Join(dir, "config.toml"))
+	if err != nil {
+		t.Fatalf("start containerd: %v", err)
+	}
+	// Registered first, so it runs after the stack's cleanup: what the
+	// surviving pods left is removed through the CRI, then containerd
+	// stops (hack/lib/containerd.sh containerd_stop reaps the shims).
+	t.Cleanup(func() {
+		n.removeAll()
+		n.proc.Stop(10 * time.Second)
+		_ = n.conn.Close()
+	})
+	return n
+}
+
+// endpoint is containerd's CRI endpoint, for the gateway's cri backend.
+func (n *containerdNode) endpoint() string { return "unix://" + n.sock }
+
+// cri is containerd's own RuntimeService: the checks read the truth there,
+// not through the gateway.
+func (n *containerdNode) cri() runtimeapi.RuntimeServiceClient {
+	return runtimeapi.NewRuntimeServiceClient(n.conn)
+}
+
+// ready is containerd's health check: the CRI plugin answers Version (it
+// does once it has recovered its sandboxes and containers).
+func (n *containerdNode) ready(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	_, err := n.cri().Version(ctx, &runtimeapi.VersionRequest{})
+	return err
+}
+
+// kill SIGKILLs containerd and starts it again. Its shims, and so the
+// containers, live on: the restarted containerd reconnects to them.
+func (n *containerdNode) kill(ctx context.Context) {
+	n.t.Helper()
+	n.proc.Kill()
+	if err := n.proc.Restart(ctx, 30*time.Second); err != nil {
+		n.t.Fatalf("restart containerd: %v", err)
+	}
+}
+
+// wipe is a node that lost containerd and its disk: containerd SIGKILLed,
+// every container process and shim killed (a reboot leaves none), runc's
+// state under /run and every mount gone, containerd's root and state
+// directories deleted — so no sandbox, container, snapshot or image is
+// left — then containerd started empty. The images come back by an import,
+// standing in for the pull the node would make (there is no registry
+// here); a pod that asks for its image before the import meets
+// ErrImagePull and its back-off, as on a node pulling again.
+func (n *containerdNode) wipe(ctx context.Context) {
+	n.t.Helper()
+	n.proc.Kill()
+	stateDir, rootDir := filepath.Join(n.dir, "state"), filepath.Join(n.dir, "root")
+	tasks, _ := filepath.Glob(filepath.Join(stateDir, "io.containerd.runtime.v2.task", criNamespace, "*"))
+	for _, bundle := range tasks {
+		if raw, err := os.ReadFile(filepath.Join(bundle, "init.pid")); err == nil {
+			if pid, err := strconv.Atoi(strings.TrimSpace(string(raw))); err == nil && pid > 1 {
+				_ = syscall.Kill(pid, syscall.SIGKILL)
+			}
+		}
+	}
+	for _, pid := range pidsWithArgs("-address " + n.sock) {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+	}
+	for _, bundle := range tasks {
+		// What a reboot clears with /run: runc's state and the container's
+		// cgroup (delete --force kills anything left in it first).
+		_ = exec.Command("runc", "--root", filepath.Join(runcRoot, criNamespace), "delete", "--force", filepath.Base(bundle)).Run()
+	}
+	if err := unmountUnder(n.dir); err != nil {
+		n.t.Fatalf("wipe containerd: %v", err)
+	}
+	for _, d := range []string{stateDir, rootDir} {
+		if err := os.RemoveAll(d); err != nil {
+			n.t.Fatalf("wipe containerd: %v", err)
+		}
+	}
+	if err := n.proc.Restart(ctx, 30*time.Second); err != nil {
+		n.t.Fatalf("restart the wiped containerd: %v", err)
+	}
+	for _, img := range n.images {
+		out, err := exec.CommandContext(ctx, "ctr", "--address", n.sock, "-n", criNamespace, "images", "import", "--all-platforms", img).CombinedOutput()
+		if err != nil {
+			n.t.Fatalf("import %s into the wiped containerd: %v\n%s", img, err, out)
+		}
+	}
+}
+
+// removeAll stops and removes every sandbox left in containerd (the pods
+// the suite kept), so the shims exit and their mounts go.
+func (n *containerdNode) removeAll() {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	resp, err := n.cri().ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{})
+	if err != nil {
+		n.t.Logf("clean up containerd: %v", err)
+		return
+	}
+	for _, sb := range resp.GetItems() {
+		if _, err := n.cri().StopPodSandbox(ctx, &runtimeapi.StopPodSandboxRequest{PodSandboxId: sb.GetId()}); err != nil {
+			n.t.Logf("clean up containerd: stop sandbox %s: %v", sb.GetId(), err)
+		}
+		if _, err := n.cri().RemovePodSandbox(ctx, &runtimeapi.RemovePodSandboxRequest{PodSandboxId: sb.GetId()}); err != nil {
+			n.t.Logf("clean up containerd: remove sandbox %s: %v", sb.GetId(), err)
+		}
+	}
+}
+
+// pidsWithArgs lists the processes whose command line (arguments joined by
+// spaces) holds args: the shims of one containerd carry its socket.
+func pidsWithArgs(args string) []int {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil
+	}
+	var out []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		raw, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err != nil {
+			continue
+		}
+		if strings.Contains(strings.ReplaceAll(string(raw), "\x00", " "), args) {
+			out = append(out, pid)
+		}
+	}
+	return out
+}
+
+// unmountUnder detaches every mount point under dir, deepest first.
+func unmountUnder(dir string) error {
+	f, err := os.Open("/proc/self/mountinfo")
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	var points []string
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		if len(fields) > 4 && strings.HasPrefix(fields[4], dir+"/") {
+			points = append(points, fields[4])
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return err
+	}
+	sort.Sort(sort.Reverse(sort.StringSlice(points)))
+	for _, p := range points {
+		if err := syscall.Unmount(p, syscall.MNT_DETACH); err != nil && err != syscall.EINVAL && err != syscall.ENOENT {
+			return fmt.Errorf("unmount %s: %w", p, err)
+		}
+	}
+	return nil
+}
+
+// wipePhase wipes containerd under the running stack (containerdNode.wipe)
+// and waits until every pod runs again. As the kubelet does when its relist
+// finds a pod's sandbox and containers gone, sync must start each pod in a
+// new sandbox and carry its restart count on (the kubelet reads the count
+// from the container log directory, calcRestartCountByLogDir, which the
+// wipe did not touch), not start it at 0.
+func (c *chaos) wipePhase(ctx context.Context, names []string) {
+	c.t.Helper()
+	st, err := c.read(ctx)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	oldSandboxes := map[string]bool{}
+	for _, sbs := range st.sandboxes {
+		for _, sb := range sbs {
+			oldSandboxes[sb.GetId()] = true
+		}
+	}
+	counts := map[string]int32{}
+	for name, pod := range st.pods {
+		if len(pod.Status.ContainerStatuses) == 1 {
+			counts[name] = pod.Status.ContainerStatuses[0].RestartCount
+		}
+	}
+
+	t0 := time.Now()
+	c.node.wipe(ctx)
+	c.waitConverged(ctx, names, nil)
+	c.f.convergeWipe = time.Since(t0)
+
+	st, err = c.read(ctx)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	for _, name := range names {
+		pod := st.pods[name]
+		if pod == nil || len(pod.Status.ContainerStatuses) != 1 {
+			continue // counted by waitConverged
+		}
+		for _, sb := range st.sandboxes[string(pod.UID)] {
+			if oldSandboxes[sb.GetId()] {
+				c.f.reused++
+				c.fail("pod %s: sandbox %s survived the wipe", name, sb.GetId())
+			}
+		}
+		if got, was := pod.Status.ContainerStatuses[0].RestartCount, counts[name]; got <= was {
+			c.f.countsLost++
+			c.fail("pod %s: restart count %d after the wipe, was %d: want it carried on", name, got, was)
+		}
+	}
+}
+
+// reportContainerd prints the containerd form's figures and fails the test
+// when one that must be zero is not.
+func (c *chaos) reportContainerd() {
+	c.t.Helper()
+	f := c.f
+	summary := fmt.Sprintf("chaos on containerd: pods %d, deleted %d, kills %d (%d of containerd, %d of the plugin child), containerd wiped 1; "+
+		"lost %d, status mismatches %d, duplicate sandboxes %d, spurious restarts %d, orphans %d, sandboxes kept through the wipe %d, restart counts lost %d; "+
+		"converged after the burst in %v, after restarts of splitlet and containerd in %v, after the wipe in %v, after the delete in %v; retries: apply %d, delete %d",
+		f.pods, f.deleted, f.kills, f.containerdKills, f.pluginKills,
+		f.lost, f.mismatches, f.duplicates, f.spurious, f.orphans, f.reused, f.countsLost,
+		f.convergeBurst.Round(time.Millisecond), f.convergeRestart.Round(time.Millisecond), f.convergeWipe.Round(time.Millisecond), f.convergeDelete.Round(time.Millisecond),
+		f.applyRetries.Load(), f.deleteRetries.Load())
+	c.t.Log(summary)
+	fmt.Println(summary)
+	if f.lost+f.mismatches+f.duplicates+f.spurious+f.orphans+f.reused+f.countsLost > 0 {
+		c.fail("the stack did not converge cleanly: %s", summary)
+		c.t.FailNow()
+	}
+}
