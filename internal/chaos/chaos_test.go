@@ -101,9 +101,9 @@ func TestChaos(t *testing.T) {
 	s, err := stack.Start(ctx, stack.Config{
 		BinDir:          bin,
 		RuntimeEndpoint: endpoint,
-		Dir:         dir,
-		NodeName:    "chaos",
-		GatewayArgs: []string{"--log-level=warn", "--allowed-host-path=/"},
+		Dir:             dir,
+		NodeName:        "chaos",
+		GatewayArgs:     []string{"--log-level=warn", "--allowed-host-path=/"},
 		// The plugin fails open: a call that meets the plugin dead admits
 		// (its crash is the fault under test, not the pods' to pay for).
 		AdmissionConfig: fmt.Sprintf("node:\n  rootDir: %s\n  maxPods: 1000\neviction:\n  hard: {}\n  nodeFsRoot: %s\n  imageFsRoot: %s\n",
@@ -168,6 +168,9 @@ func TestChaos(t *testing.T) {
 	}
 	c.waitConverged(ctx, names, nil)
 	c.f.convergeRestart = time.Since(t0)
+	// Every pod synced twice more by the restarted sync: its chances to
+	// restart a container wrongly, before the suite looks.
+	c.s.WaitResyncs(t, 2*len(names), converge)
 	after := c.containers(ctx)
 	for pod, id := range before {
 		if after[pod] != id {
@@ -215,7 +218,7 @@ type chaos struct {
 	// gateway's fake runtime, or containerd itself.
 	runtime runtimeapi.RuntimeServiceClient
 	client  podv1connect.PodServiceClient
-	f      *figures
+	f       *figures
 	// faulty says the fake runtime should be failing calls now.
 	faulty bool
 	// failures collects what the test reported as wrong.

@@ -138,12 +138,17 @@ func (n *containerdNode) wipe(ctx context.Context) {
 	n.proc.Kill()
 	stateDir, rootDir := filepath.Join(n.dir, "state"), filepath.Join(n.dir, "root")
 	tasks, _ := filepath.Glob(filepath.Join(stateDir, "io.containerd.runtime.v2.task", criNamespace, "*"))
+	var inits []int
 	for _, bundle := range tasks {
 		if raw, err := os.ReadFile(filepath.Join(bundle, "init.pid")); err == nil {
 			if pid, err := strconv.Atoi(strings.TrimSpace(string(raw))); err == nil && pid > 1 {
+				inits = append(inits, pid)
 				_ = syscall.Kill(pid, syscall.SIGKILL)
 			}
 		}
+	}
+	if len(inits) == 0 {
+		n.t.Fatalf("wipe containerd: no container process under %s: nothing to wipe, the suite is wrong", stateDir)
 	}
 	for _, pid := range pidsWithArgs("-address " + n.sock) {
 		_ = syscall.Kill(pid, syscall.SIGKILL)
@@ -153,6 +158,15 @@ func (n *containerdNode) wipe(ctx context.Context) {
 		// cgroup (delete --force kills anything left in it first).
 		_ = exec.Command("runc", "--root", filepath.Join(runcRoot, criNamespace), "delete", "--force", filepath.Base(bundle)).Run()
 	}
+	// Not one container of before may live on into the wiped node.
+	stack.WaitFor(n.t, 10*time.Second, "the containers' processes to end", func() (bool, string) {
+		for _, pid := range inits {
+			if alive(pid) {
+				return false, fmt.Sprintf("pid %d still runs", pid)
+			}
+		}
+		return true, ""
+	})
 	if err := unmountUnder(n.dir); err != nil {
 		n.t.Fatalf("wipe containerd: %v", err)
 	}
@@ -214,6 +228,18 @@ func pidsWithArgs(args string) []int {
 		}
 	}
 	return out
+}
+
+// alive says whether pid runs (a zombie does not: it only waits for its
+// parent, here init after the shim died, to reap it).
+func alive(pid int) bool {
+	stat, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+	if err != nil {
+		return false
+	}
+	rest := string(stat[strings.LastIndexByte(string(stat), ')')+1:])
+	fields := strings.Fields(rest)
+	return len(fields) > 0 && fields[0] != "Z"
 }
 
 // unmountUnder detaches every mount point under dir, deepest first.
