@@ -24,6 +24,7 @@ import (
 
 	"github.com/containerd/errdefs"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/backoff"
 	"google.golang.org/grpc/credentials/insecure"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
@@ -43,6 +44,20 @@ const (
 	streamWindowSize = 4 << 20
 	connWindowSize   = 16 << 20
 )
+
+// The kubelet's CRI client's reconnect back-off (k8s.io/cri-client
+// remote_runtime.go: baseBackoffDelay, maxBackoffDelay, minConnectionTimeout).
+// gRPC's default (1 s first, up to 2 minutes) leaves the gateway that long
+// behind a runtime that came back after a long restart.
+var reconnect = grpc.ConnectParams{
+	Backoff: backoff.Config{
+		BaseDelay:  100 * time.Millisecond,
+		Multiplier: backoff.DefaultConfig.Multiplier,
+		Jitter:     backoff.DefaultConfig.Jitter,
+		MaxDelay:   3 * time.Second,
+	},
+	MinConnectTimeout: 5 * time.Second,
+}
 
 // DefaultConnectTimeout bounds New's first Version call.
 const DefaultConnectTimeout = 10 * time.Second
@@ -84,6 +99,7 @@ func New(ctx context.Context, endpoint string, opts Options) (*Runtime, error) {
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(maxMsgSize), grpc.MaxCallSendMsgSize(maxMsgSize)),
 		grpc.WithInitialWindowSize(streamWindowSize),
 		grpc.WithInitialConnWindowSize(connWindowSize),
+		grpc.WithConnectParams(reconnect),
 	}
 	dialOpts = append(dialOpts, opts.DialOptions...)
 	conn, err := grpc.NewClient(target, dialOpts...)
