@@ -24,11 +24,11 @@ import (
 
 	"github.com/containerd/errdefs"
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/backoff"
 	"google.golang.org/grpc/credentials/insecure"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/splitlet/splitlet/gateway/backend"
+	"github.com/splitlet/splitlet/internal/criclient"
 )
 
 // maxMsgSize is the kubelet's CRI client limit (16 MiB, pkg/kubelet
@@ -44,20 +44,6 @@ const (
 	streamWindowSize = 4 << 20
 	connWindowSize   = 16 << 20
 )
-
-// The kubelet's CRI client's reconnect back-off (k8s.io/cri-client
-// remote_runtime.go: baseBackoffDelay, maxBackoffDelay, minConnectionTimeout).
-// gRPC's default (1 s first, up to 2 minutes) leaves the gateway that long
-// behind a runtime that came back after a long restart.
-var reconnect = grpc.ConnectParams{
-	Backoff: backoff.Config{
-		BaseDelay:  100 * time.Millisecond,
-		Multiplier: backoff.DefaultConfig.Multiplier,
-		Jitter:     backoff.DefaultConfig.Jitter,
-		MaxDelay:   3 * time.Second,
-	},
-	MinConnectTimeout: 5 * time.Second,
-}
 
 // DefaultConnectTimeout bounds New's first Version call.
 const DefaultConnectTimeout = 10 * time.Second
@@ -99,7 +85,9 @@ func New(ctx context.Context, endpoint string, opts Options) (*Runtime, error) {
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(maxMsgSize), grpc.MaxCallSendMsgSize(maxMsgSize)),
 		grpc.WithInitialWindowSize(streamWindowSize),
 		grpc.WithInitialConnWindowSize(connWindowSize),
-		grpc.WithConnectParams(reconnect),
+		// The kubelet's reconnect back-off: back within 3 s of a
+		// runtime that restarted, not up to 2 minutes later.
+		grpc.WithConnectParams(criclient.ConnectParams),
 	}
 	dialOpts = append(dialOpts, opts.DialOptions...)
 	conn, err := grpc.NewClient(target, dialOpts...)

@@ -16,11 +16,11 @@ import (
 
 // TestReconnectsAsTheKubelet: when the runtime goes away (containerd
 // restarting), the backend dials it again on the kubelet's CRI client
-// schedule (k8s.io/cri-client: 100 ms first, ×1.6, at most 3 s apart), not
-// on gRPC's default one (1 s first, growing to 2 minutes), which left the
-// gateway up to minutes behind a runtime that was back after a long
-// restart. Within 2.5 s of the runtime going away the kubelet's schedule
-// makes at least 5 attempts; gRPC's default makes 3.
+// schedule (criclient.ConnectParams: 100 ms first, ×1.6, at most 3 s
+// apart), not on gRPC's default one (1 s first, growing to 2 minutes),
+// which left the gateway up to minutes behind a runtime that was back after
+// a long restart. Within 2.5 s of the runtime going away the kubelet's
+// schedule makes at least 5 attempts; gRPC's default makes 3.
 func TestReconnectsAsTheKubelet(t *testing.T) {
 	dir, err := os.MkdirTemp("", "cri")
 	if err != nil {

@@ -53,6 +53,7 @@ func Dial(endpoint string) (*CRI, error) {
 	// Bounded like sync's calls: a hung stats call must not stall the
 	// eviction manager's loop for ever.
 	conn, err := grpc.NewClient(target, grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithConnectParams(criclient.ConnectParams),
 		grpc.WithChainUnaryInterceptor(criclient.Timeouts(criclient.DefaultRequestTimeout)))
 	if err != nil {
 		return nil, fmt.Errorf("CRI endpoint %q: %v: %w", endpoint, err, errdefs.ErrInvalidArgument)

@@ -65,6 +65,7 @@ func Run(ctx context.Context, cfg config.Config) error {
 	log := logctx.From(ctx)
 
 	conn, err := grpc.NewClient(cfg.RuntimeEndpoint, grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithConnectParams(criclient.ConnectParams),
 		grpc.WithChainUnaryInterceptor(criclient.Timeouts(cfg.RuntimeRequestTimeout)))
 	if err != nil {
 		return fmt.Errorf("runtime endpoint %s: %w", cfg.RuntimeEndpoint, err)
