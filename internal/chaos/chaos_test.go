@@ -58,17 +58,18 @@ type figures struct {
 	convergeBurst, convergeRestart, convergeDelete  time.Duration
 	applyRetries, deleteRetries                     atomic.Int64
 
-	// The containerd form's: kills of containerd, and after the wipe the
-	// pods that kept a sandbox of before (impossible unless the wipe
-	// failed) or whose restart count did not go on from before.
+	// The containerd form's: kills of containerd, and after its reboot
+	// and its wipe the pods that run in a sandbox of before or whose
+	// restart count did not go on from before.
 	containerdKills, reused, countsLost int
-	convergeWipe                        time.Duration
+	convergeReboot, convergeWipe        time.Duration
 }
 
 func TestChaos(t *testing.T) {
 	ctx := context.Background()
 	// On containerd (hack/chaos-containerd.sh): a smaller burst, the
-	// runtime's own process among the victims, and a wipe of it.
+	// runtime's own process among the victims, and a wipe and a reboot of
+	// it.
 	node := newContainerdNode(t)
 	bin, cleanup, err := stack.Binaries(ctx)
 	if err != nil {
@@ -180,7 +181,11 @@ func TestChaos(t *testing.T) {
 	}
 
 	if node != nil {
-		c.wipePhase(ctx, names)
+		// The node loses containerd's disk, then reboots; the delete
+		// that follows must also remove what the reboot left (sandboxes
+		// not ready, containers exited).
+		c.f.convergeWipe = c.wipePhase(ctx, names, diskLost)
+		c.f.convergeReboot = c.wipePhase(ctx, names, reboot)
 	}
 
 	// Phase 3: half the pods deleted under kills and faults.

@@ -125,15 +125,39 @@ func (n *containerdNode) kill(ctx context.Context) {
 	}
 }
 
-// wipe is a node that lost containerd and its disk: containerd SIGKILLed,
-// every container process and shim killed (a reboot leaves none), runc's
-// state under /run and every mount gone, containerd's root and state
-// directories deleted — so no sandbox, container, snapshot or image is
-// left — then containerd started empty. The images come back by an import,
-// standing in for the pull the node would make (there is no registry
-// here); a pod that asks for its image before the import meets
-// ErrImagePull and its back-off, as on a node pulling again.
-func (n *containerdNode) wipe(ctx context.Context) {
+// loss says what containerd loses in wipe.
+type loss int
+
+const (
+	// reboot: containerd as a node reboot leaves it. Every container
+	// process dies and /run is empty, so containerd's state directory
+	// (tasks, shim sockets, mounts) is gone, but its root on disk keeps
+	// the metadata: containerd comes back listing the old sandboxes not
+	// ready and the old containers exited, and keeps its images.
+	// splitlet's processes stay up (their own restarts are the other
+	// phases'), so it is the relist that must notice.
+	reboot loss = iota
+	// diskLost: the same, and containerd's root is gone too (a node
+	// re-imaged, /var/lib/containerd deleted): no sandbox, container,
+	// snapshot or image is left. The images come back by an import,
+	// standing in for the pull the node would make (there is no registry
+	// here); a pod that asks for its image before the import meets
+	// ErrImagePull and its back-off, as on a node pulling again.
+	diskLost
+)
+
+func (l loss) String() string {
+	if l == reboot {
+		return "reboot"
+	}
+	return "wipe"
+}
+
+// wipe takes containerd down as the node would lose it (see loss):
+// containerd SIGKILLed, every container process and shim killed, runc's
+// state under /run and every mount gone, the state directory (and for
+// diskLost the root) deleted; then containerd is started again.
+func (n *containerdNode) wipe(ctx context.Context, l loss) {
 	n.t.Helper()
 	n.proc.Kill()
 	stateDir, rootDir := filepath.Join(n.dir, "state"), filepath.Join(n.dir, "root")
@@ -170,13 +194,42 @@ func (n *containerdNode) wipe(ctx context.Context) {
 	if err := unmountUnder(n.dir); err != nil {
 		n.t.Fatalf("wipe containerd: %v", err)
 	}
-	for _, d := range []string{stateDir, rootDir} {
+	lost := []string{stateDir}
+	if l == diskLost {
+		lost = append(lost, rootDir)
+	}
+	for _, d := range lost {
 		if err := os.RemoveAll(d); err != nil {
 			n.t.Fatalf("wipe containerd: %v", err)
 		}
 	}
 	if err := n.proc.Restart(ctx, 30*time.Second); err != nil {
-		n.t.Fatalf("restart the wiped containerd: %v", err)
+		n.t.Fatalf("restart containerd after the %v: %v", l, err)
+	}
+	// The harness checks itself: after a reboot containerd lists the old
+	// sandboxes, not ready; after the disk is lost, none of them.
+	resp, err := n.cri().ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{})
+	if err != nil {
+		n.t.Fatalf("list sandboxes after the %v: %v", l, err)
+	}
+	old := map[string]bool{}
+	for _, bundle := range tasks {
+		old[filepath.Base(bundle)] = true
+	}
+	stale := 0
+	for _, sb := range resp.GetItems() {
+		if old[sb.GetId()] {
+			if sb.GetState() == runtimeapi.PodSandboxState_SANDBOX_READY {
+				n.t.Fatalf("sandbox %s is ready after the %v", sb.GetId(), l)
+			}
+			stale++
+		}
+	}
+	if l == reboot && stale == 0 || l == diskLost && stale > 0 {
+		n.t.Fatalf("containerd lists %d sandboxes of before after the %v", stale, l)
+	}
+	if l != diskLost {
+		return
 	}
 	for _, img := range n.images {
 		out, err := exec.CommandContext(ctx, "ctr", "--address", n.sock, "-n", criNamespace, "images", "import", "--all-platforms", img).CombinedOutput()
@@ -269,13 +322,14 @@ func unmountUnder(dir string) error {
 	return nil
 }
 
-// wipePhase wipes containerd under the running stack (containerdNode.wipe)
-// and waits until every pod runs again. As the kubelet does when its relist
-// finds a pod's sandbox and containers gone, sync must start each pod in a
-// new sandbox and carry its restart count on (the kubelet reads the count
-// from the container log directory, calcRestartCountByLogDir, which the
-// wipe did not touch), not start it at 0.
-func (c *chaos) wipePhase(ctx context.Context, names []string) {
+// wipePhase takes containerd down under the running stack as l says
+// (containerdNode.wipe) and waits until every pod runs again. As the
+// kubelet does when its relist finds a pod's sandbox not ready (reboot) or
+// gone (diskLost), sync must start each pod in a new sandbox and carry its
+// restart count on: from the exited container's after a reboot, from the
+// container log directory when the runtime forgot the container (the
+// kubelet's calcRestartCountByLogDir; the wipe leaves the node's logs).
+func (c *chaos) wipePhase(ctx context.Context, names []string, l loss) time.Duration {
 	c.t.Helper()
 	st, err := c.read(ctx)
 	if err != nil {
@@ -295,9 +349,9 @@ func (c *chaos) wipePhase(ctx context.Context, names []string) {
 	}
 
 	t0 := time.Now()
-	c.node.wipe(ctx)
+	c.node.wipe(ctx, l)
 	c.waitConverged(ctx, names, nil)
-	c.f.convergeWipe = time.Since(t0)
+	took := time.Since(t0)
 
 	st, err = c.read(ctx)
 	if err != nil {
@@ -311,14 +365,15 @@ func (c *chaos) wipePhase(ctx context.Context, names []string) {
 		for _, sb := range st.sandboxes[string(pod.UID)] {
 			if oldSandboxes[sb.GetId()] {
 				c.f.reused++
-				c.fail("pod %s: sandbox %s survived the wipe", name, sb.GetId())
+				c.fail("pod %s: sandbox %s ready again after the %v", name, sb.GetId(), l)
 			}
 		}
 		if got, was := pod.Status.ContainerStatuses[0].RestartCount, counts[name]; got <= was {
 			c.f.countsLost++
-			c.fail("pod %s: restart count %d after the wipe, was %d: want it carried on", name, got, was)
+			c.fail("pod %s: restart count %d after the %v, was %d: want it carried on", name, got, l, was)
 		}
 	}
+	return took
 }
 
 // reportContainerd prints the containerd form's figures and fails the test
@@ -326,12 +381,12 @@ func (c *chaos) wipePhase(ctx context.Context, names []string) {
 func (c *chaos) reportContainerd() {
 	c.t.Helper()
 	f := c.f
-	summary := fmt.Sprintf("chaos on containerd: pods %d, deleted %d, kills %d (%d of containerd, %d of the plugin child), containerd wiped 1; "+
-		"lost %d, status mismatches %d, duplicate sandboxes %d, spurious restarts %d, orphans %d, sandboxes kept through the wipe %d, restart counts lost %d; "+
-		"converged after the burst in %v, after restarts of splitlet and containerd in %v, after the wipe in %v, after the delete in %v; retries: apply %d, delete %d",
+	summary := fmt.Sprintf("chaos on containerd: pods %d, deleted %d, kills %d (%d of containerd, %d of the plugin child), containerd wiped 1, then rebooted 1; "+
+		"lost %d, status mismatches %d, duplicate sandboxes %d, spurious restarts %d, orphans %d, old sandboxes ready again %d, restart counts lost %d; "+
+		"converged after the burst in %v, after restarts of splitlet and containerd in %v, after the wipe in %v, after the reboot in %v, after the delete in %v; retries: apply %d, delete %d",
 		f.pods, f.deleted, f.kills, f.containerdKills, f.pluginKills,
 		f.lost, f.mismatches, f.duplicates, f.spurious, f.orphans, f.reused, f.countsLost,
-		f.convergeBurst.Round(time.Millisecond), f.convergeRestart.Round(time.Millisecond), f.convergeWipe.Round(time.Millisecond), f.convergeDelete.Round(time.Millisecond),
+		f.convergeBurst.Round(time.Millisecond), f.convergeRestart.Round(time.Millisecond), f.convergeWipe.Round(time.Millisecond), f.convergeReboot.Round(time.Millisecond), f.convergeDelete.Round(time.Millisecond),
 		f.applyRetries.Load(), f.deleteRetries.Load())
 	c.t.Log(summary)
 	fmt.Println(summary)
