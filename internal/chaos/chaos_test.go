@@ -58,11 +58,13 @@ type figures struct {
 	convergeBurst, convergeRestart, convergeDelete  time.Duration
 	applyRetries, deleteRetries                     atomic.Int64
 
-	// The containerd form's: kills of containerd, and after its reboot
-	// and its wipe the pods that run in a sandbox of before or whose
-	// restart count did not go on from before.
-	containerdKills, reused, countsLost int
-	convergeReboot, convergeWipe        time.Duration
+	// The containerd form's: kills of containerd; after its wipe and
+	// reboots the pods that run in a sandbox of before or whose restart
+	// count did not go on from before; the dead sandboxes the container
+	// GC left.
+	containerdKills, reused, countsLost, deadSandboxes int
+	convergeWipe                                       time.Duration
+	convergeReboots                                    [2]time.Duration
 }
 
 func TestChaos(t *testing.T) {
@@ -93,11 +95,13 @@ func TestChaos(t *testing.T) {
 
 	requestTimeout := "2s"
 	endpoint := ""
+	var extraSync []string
 	if node != nil {
 		// No hung calls on containerd, but real ones are slower than the
 		// fake's on a loaded machine: a timed-out RunPodSandbox that went
 		// through anyway only costs a second sandbox to clean up.
 		requestTimeout, endpoint = "30s", node.endpoint()
+		extraSync = []string{"--container-gc-period=" + gcPeriod.String()}
 	}
 	s, err := stack.Start(ctx, stack.Config{
 		BinDir:          bin,
@@ -110,7 +114,7 @@ func TestChaos(t *testing.T) {
 		AdmissionConfig: fmt.Sprintf("node:\n  rootDir: %s\n  maxPods: 1000\neviction:\n  hard: {}\n  nodeFsRoot: %s\n  imageFsRoot: %s\n",
 			dir, dir, dir),
 		AdmissionArgs: []string{"--plugins-config=" + plugins, "--log-level=warn"},
-		SyncArgs: []string{
+		SyncArgs: append([]string{
 			"--relist-interval=500ms",
 			"--resync-interval=2s",
 			"--crashloop-backoff-base=1s",
@@ -119,7 +123,7 @@ func TestChaos(t *testing.T) {
 			// sync (the kubelet's default is 2m).
 			"--runtime-request-timeout=" + requestTimeout,
 			"--log-level=info",
-		},
+		}, extraSync...),
 		Logger: zaptest.NewLogger(t),
 	})
 	if err != nil {
@@ -181,11 +185,16 @@ func TestChaos(t *testing.T) {
 	}
 
 	if node != nil {
-		// The node loses containerd's disk, then reboots; the delete
+		// The node loses containerd's disk, then reboots twice; the delete
 		// that follows must also remove what the reboot left (sandboxes
 		// not ready, containers exited).
 		c.f.convergeWipe = c.wipePhase(ctx, names, diskLost)
-		c.f.convergeReboot = c.wipePhase(ctx, names, reboot)
+		// The second reboot leaves each pod a sandbox with nothing in it
+		// once the container GC removed its older exited container.
+		for i := range c.f.convergeReboots {
+			c.f.convergeReboots[i] = c.wipePhase(ctx, names, reboot)
+		}
+		c.waitNoDeadSandboxes(ctx)
 	}
 
 	// Phase 3: half the pods deleted under kills and faults.

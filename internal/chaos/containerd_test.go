@@ -39,6 +39,9 @@ const (
 	// runcRoot is where the runc v2 shim keeps runc's state by default
 	// (per namespace): /run, which a reboot empties.
 	runcRoot = "/run/containerd/runc"
+	// gcPeriod is sync's container GC period in the containerd form (the
+	// kubelet's is a minute).
+	gcPeriod = 2 * time.Second
 )
 
 // containerdNode is a containerd the suite owns: it starts it, SIGKILLs and
@@ -376,21 +379,73 @@ func (c *chaos) wipePhase(ctx context.Context, names []string, l loss) time.Dura
 	return took
 }
 
+// waitNoDeadSandboxes waits up to three container GC periods until no pod
+// keeps a dead sandbox: one not ready, holding no container, and not the
+// pod's newest. The kubelet's container GC removes those
+// (containerGC.evictSandboxes, after evictContainers kept the newest exited
+// instance of each container); two reboots leave one per pod. It counts
+// what is left at the deadline.
+func (c *chaos) waitNoDeadSandboxes(ctx context.Context) {
+	c.t.Helper()
+	deadline := time.Now().Add(3 * gcPeriod)
+	tick := time.NewTicker(200 * time.Millisecond)
+	defer tick.Stop()
+	var dead []string
+	for ; ; <-tick.C {
+		sbs, err := c.runtime.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{})
+		if err != nil {
+			c.t.Fatal(err)
+		}
+		ctrs, err := c.runtime.ListContainers(ctx, &runtimeapi.ListContainersRequest{})
+		if err != nil {
+			c.t.Fatal(err)
+		}
+		holds := map[string]bool{}
+		for _, ct := range ctrs.GetContainers() {
+			holds[ct.GetPodSandboxId()] = true
+		}
+		newest := map[string]*runtimeapi.PodSandbox{}
+		for _, sb := range sbs.GetItems() {
+			uid := sb.GetMetadata().GetUid()
+			if n := newest[uid]; n == nil || sb.GetCreatedAt() > n.GetCreatedAt() {
+				newest[uid] = sb
+			}
+		}
+		dead = dead[:0]
+		for _, sb := range sbs.GetItems() {
+			if sb.GetState() != runtimeapi.PodSandboxState_SANDBOX_READY && !holds[sb.GetId()] && newest[sb.GetMetadata().GetUid()] != sb {
+				dead = append(dead, fmt.Sprintf("%s/%s: sandbox %s", sb.GetMetadata().GetNamespace(), sb.GetMetadata().GetName(), sb.GetId()))
+			}
+		}
+		if len(dead) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			break
+		}
+	}
+	c.f.deadSandboxes = len(dead)
+	if len(dead) > 10 {
+		dead = append(dead[:10], fmt.Sprintf("... and %d more", len(dead)-10))
+	}
+	c.fail("dead sandboxes kept after %v (three container GC periods):\n  %s", 3*gcPeriod, strings.Join(dead, "\n  "))
+}
+
 // reportContainerd prints the containerd form's figures and fails the test
 // when one that must be zero is not.
 func (c *chaos) reportContainerd() {
 	c.t.Helper()
 	f := c.f
-	summary := fmt.Sprintf("chaos on containerd: pods %d, deleted %d, kills %d (%d of containerd, %d of the plugin child), containerd wiped 1, then rebooted 1; "+
-		"lost %d, status mismatches %d, duplicate sandboxes %d, spurious restarts %d, orphans %d, old sandboxes ready again %d, restart counts lost %d; "+
-		"converged after the burst in %v, after restarts of splitlet and containerd in %v, after the wipe in %v, after the reboot in %v, after the delete in %v; retries: apply %d, delete %d",
+	summary := fmt.Sprintf("chaos on containerd: pods %d, deleted %d, kills %d (%d of containerd, %d of the plugin child), containerd wiped 1, then rebooted 2; "+
+		"lost %d, status mismatches %d, duplicate sandboxes %d, spurious restarts %d, orphans %d, old sandboxes ready again %d, restart counts lost %d, dead sandboxes kept %d; "+
+		"converged after the burst in %v, after restarts of splitlet and containerd in %v, after the wipe in %v, after the reboots in %v and %v, after the delete in %v; retries: apply %d, delete %d",
 		f.pods, f.deleted, f.kills, f.containerdKills, f.pluginKills,
-		f.lost, f.mismatches, f.duplicates, f.spurious, f.orphans, f.reused, f.countsLost,
-		f.convergeBurst.Round(time.Millisecond), f.convergeRestart.Round(time.Millisecond), f.convergeWipe.Round(time.Millisecond), f.convergeReboot.Round(time.Millisecond), f.convergeDelete.Round(time.Millisecond),
+		f.lost, f.mismatches, f.duplicates, f.spurious, f.orphans, f.reused, f.countsLost, f.deadSandboxes,
+		f.convergeBurst.Round(time.Millisecond), f.convergeRestart.Round(time.Millisecond), f.convergeWipe.Round(time.Millisecond), f.convergeReboots[0].Round(time.Millisecond), f.convergeReboots[1].Round(time.Millisecond), f.convergeDelete.Round(time.Millisecond),
 		f.applyRetries.Load(), f.deleteRetries.Load())
 	c.t.Log(summary)
 	fmt.Println(summary)
-	if f.lost+f.mismatches+f.duplicates+f.spurious+f.orphans+f.reused+f.countsLost > 0 {
+	if f.lost+f.mismatches+f.duplicates+f.spurious+f.orphans+f.reused+f.countsLost+f.deadSandboxes > 0 {
 		c.fail("the stack did not converge cleanly: %s", summary)
 		c.t.FailNow()
 	}
