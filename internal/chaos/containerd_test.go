@@ -243,7 +243,8 @@ func (n *containerdNode) wipe(ctx context.Context, l loss) {
 }
 
 // removeAll stops and removes every sandbox left in containerd (the pods
-// the suite kept), so the shims exit and their mounts go.
+// the suite kept), so the shims exit and their mounts go, and then those
+// pods' cgroups, which sync would have removed had it deleted them.
 func (n *containerdNode) removeAll() {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -258,6 +259,34 @@ func (n *containerdNode) removeAll() {
 		}
 		if _, err := n.cri().RemovePodSandbox(ctx, &runtimeapi.RemovePodSandboxRequest{PodSandboxId: sb.GetId()}); err != nil {
 			n.t.Logf("clean up containerd: remove sandbox %s: %v", sb.GetId(), err)
+		}
+	}
+	for _, sb := range resp.GetItems() {
+		removePodCgroups(n.t, sb.GetMetadata().GetUid())
+	}
+}
+
+// removePodCgroups removes the pod-level cgroups sync asked for
+// (/kubepods[/burstable|/besteffort]/pod<uid>, cgroupfs driver) in every
+// hierarchy, once empty; on cgroup v1 every controller directory is one.
+func removePodCgroups(t *testing.T, uid string) {
+	const root = "/sys/fs/cgroup"
+	hierarchies := []string{root}
+	if _, err := os.Stat(filepath.Join(root, "cgroup.controllers")); err != nil {
+		entries, _ := os.ReadDir(root)
+		hierarchies = hierarchies[:0]
+		for _, e := range entries {
+			if e.IsDir() {
+				hierarchies = append(hierarchies, filepath.Join(root, e.Name()))
+			}
+		}
+	}
+	for _, h := range hierarchies {
+		for _, parent := range []string{"kubepods", "kubepods/burstable", "kubepods/besteffort"} {
+			dir := filepath.Join(h, parent, "pod"+uid)
+			if err := os.Remove(dir); err != nil && !os.IsNotExist(err) {
+				t.Logf("clean up: %v", err)
+			}
 		}
 	}
 }
