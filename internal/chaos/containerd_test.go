@@ -42,6 +42,10 @@ const (
 	// gcPeriod is sync's container GC period in the containerd form (the
 	// kubelet's is a minute).
 	gcPeriod = 2 * time.Second
+	// maxLogLinesPerPod bounds sync's log (info level) over the whole
+	// run: about 15 lines a pod in a sane run, 2000 in one where deleted
+	// pods were retried in a busy loop while containerd restarted.
+	maxLogLinesPerPod = 100
 )
 
 // containerdNode is a containerd the suite owns: it starts it, SIGKILLs and
@@ -465,13 +469,23 @@ func (c *chaos) waitNoDeadSandboxes(ctx context.Context) {
 func (c *chaos) reportContainerd() {
 	c.t.Helper()
 	f := c.f
+	// A pod worker retrying in a busy loop while the runtime was away
+	// wrote tens of thousands of lines; a sane run writes a few per pod
+	// and event.
+	logLines := 0
+	if raw, err := os.ReadFile(c.s.Sync.LogPath); err == nil {
+		logLines = strings.Count(string(raw), "\n")
+	}
+	if logLines > maxLogLinesPerPod*f.pods {
+		c.fail("sync wrote %d log lines for %d pods (more than %d a pod): something retried in a loop", logLines, f.pods, maxLogLinesPerPod)
+	}
 	summary := fmt.Sprintf("chaos on containerd: pods %d, deleted %d, kills %d (%d of containerd, %d of the plugin child), containerd wiped 1, then rebooted 2; "+
 		"lost %d, status mismatches %d, duplicate sandboxes %d, spurious restarts %d, orphans %d, old sandboxes ready again %d, restart counts lost %d, dead sandboxes kept %d; "+
-		"converged after the burst in %v, after restarts of splitlet and containerd in %v, after the wipe in %v, after the reboots in %v and %v, after the delete in %v; retries: apply %d, delete %d",
+		"converged after the burst in %v, after restarts of splitlet and containerd in %v, after the wipe in %v, after the reboots in %v and %v, after the delete in %v; retries: apply %d, delete %d; sync log lines %d",
 		f.pods, f.deleted, f.kills, f.containerdKills, f.pluginKills,
 		f.lost, f.mismatches, f.duplicates, f.spurious, f.orphans, f.reused, f.countsLost, f.deadSandboxes,
 		f.convergeBurst.Round(time.Millisecond), f.convergeRestart.Round(time.Millisecond), f.convergeWipe.Round(time.Millisecond), f.convergeReboots[0].Round(time.Millisecond), f.convergeReboots[1].Round(time.Millisecond), f.convergeDelete.Round(time.Millisecond),
-		f.applyRetries.Load(), f.deleteRetries.Load())
+		f.applyRetries.Load(), f.deleteRetries.Load(), logLines)
 	c.t.Log(summary)
 	fmt.Println(summary)
 	if f.lost+f.mismatches+f.duplicates+f.spurious+f.orphans+f.reused+f.countsLost+f.deadSandboxes > 0 {
