@@ -114,7 +114,7 @@ conformance-ci: ## The CI subset of the conformance specs (pods, init containers
 chaos: build ## Kill each process with SIGKILL during a pod burst and a mass delete, with CRI faults; figures in RELIABILITY.md.
 	cd internal && SPLITLET_BIN_DIR=$(BIN) go test -tags chaos -count=1 -race -v -run TestChaos ./chaos/
 
-chaos-containerd: ## The chaos suite's shorter form on a private containerd (root): 30 pods, containerd killed too and once wiped; figures in RELIABILITY.md.
+chaos-containerd: ## The chaos suite's shorter form on a private containerd (root): 30 pods, containerd SIGKILLed too, then wiped once and rebooted twice; figures in RELIABILITY.md.
 	hack/chaos-containerd.sh
 
 bench: ## Benchmarks; figures are recorded in BENCHMARKS.md.
