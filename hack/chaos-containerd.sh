@@ -52,9 +52,9 @@ trap 'exit 143' TERM
 
 log "work directory $workdir"
 containerd_install
-"$root/hack/images.sh" "$workdir/images" 2>/dev/null
+"$root/hack/images.sh" "$workdir/images"
 containerd_start "$workdir/containerd"
-containerd_import "$workdir/images/pause.tar" "$workdir/images/busybox.tar" 2>/dev/null
+containerd_import "$workdir/images/pause.tar" "$workdir/images/busybox.tar"
 # The test owns containerd from here on (see above).
 containerd_stop
 make -C "$root" build >/dev/null
