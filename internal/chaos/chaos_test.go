@@ -55,8 +55,11 @@ func size(t *testing.T, def int) int {
 type figures struct {
 	pods, deleted, kills, pluginKills, faultsSet    int
 	lost, mismatches, duplicates, spurious, orphans int
-	convergeBurst, convergeRestart, convergeDelete  time.Duration
-	applyRetries, deleteRetries                     atomic.Int64
+	// orphanPlugins are plugin processes left running by an admission
+	// that was killed.
+	orphanPlugins                                  int
+	convergeBurst, convergeRestart, convergeDelete time.Duration
+	applyRetries, deleteRetries                    atomic.Int64
 
 	// The containerd form's: kills of containerd; after its wipe and
 	// reboots the pods that run in a sandbox of before or whose restart
@@ -78,7 +81,16 @@ func TestChaos(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(cleanup)
-	dir, err := os.MkdirTemp("", "chaos")
+	var dir string
+	if node != nil {
+		// Beside containerd's, where hack/chaos-containerd.sh stops the
+		// stack by its pid files should the test die without its
+		// clean-up.
+		dir = filepath.Join(filepath.Dir(node.dir), "stack")
+		err = os.Mkdir(dir, 0o755)
+	} else {
+		dir, err = os.MkdirTemp("", "chaos")
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -203,6 +215,7 @@ func TestChaos(t *testing.T) {
 	c.underKills(ctx, victims, 1, func() { c.deleteAll(ctx, gone) })
 	c.clearFaults(ctx)
 	c.f.convergeDelete = c.waitConverged(ctx, kept, gone)
+	c.waitNoOrphanPlugins(filepath.Join(dir, "image-allowlist"))
 
 	f := c.f
 	if node != nil {
@@ -210,17 +223,62 @@ func TestChaos(t *testing.T) {
 		return
 	}
 	summary := fmt.Sprintf("chaos: pods %d, deleted %d, kills %d (%d of the plugin child), fault phases %d (10%% of CRI calls fail, 1%% hang, 5 ms added to each); "+
-		"lost %d, status mismatches %d, duplicate sandboxes %d, spurious restarts %d, orphans %d; "+
+		"lost %d, status mismatches %d, duplicate sandboxes %d, spurious restarts %d, orphans %d, orphaned plugin processes %d; "+
 		"converged after the burst in %v, after splitlet restarts in %v, after the delete in %v; retries: apply %d, delete %d",
-		f.pods, f.deleted, f.kills, f.pluginKills, f.faultsSet, f.lost, f.mismatches, f.duplicates, f.spurious, f.orphans,
+		f.pods, f.deleted, f.kills, f.pluginKills, f.faultsSet, f.lost, f.mismatches, f.duplicates, f.spurious, f.orphans, f.orphanPlugins,
 		f.convergeBurst.Round(time.Millisecond), f.convergeRestart.Round(time.Millisecond), f.convergeDelete.Round(time.Millisecond),
 		f.applyRetries.Load(), f.deleteRetries.Load())
 	t.Log(summary)
 	fmt.Println(summary)
-	if f.lost+f.mismatches+f.duplicates+f.spurious+f.orphans > 0 {
+	if f.lost+f.mismatches+f.duplicates+f.spurious+f.orphans+f.orphanPlugins > 0 {
 		c.fail("the stack did not converge cleanly: %s", summary)
 		t.FailNow()
 	}
+}
+
+// waitNoOrphanPlugins waits up to 10 s until no process runs the plugin
+// binary bin but the running admission's child, and counts the others at
+// the deadline: each SIGKILL of admission must take its plugin with it.
+func (c *chaos) waitNoOrphanPlugins(bin string) {
+	c.t.Helper()
+	deadline := time.After(10 * time.Second)
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		var orphans []int
+		for _, pid := range pidsWithArgs(bin) {
+			if ppid(pid) != c.s.Admission.Pid() && alive(pid) {
+				orphans = append(orphans, pid)
+			}
+		}
+		if len(orphans) == 0 {
+			return
+		}
+		select {
+		case <-deadline:
+			c.f.orphanPlugins = len(orphans)
+			c.fail("plugin processes %v still run, their admission killed", orphans)
+			for _, pid := range orphans {
+				_ = syscallKill(pid) // ours: do not leave them behind
+			}
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+// ppid is pid's parent, 0 if unknown.
+func ppid(pid int) int {
+	stat, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+	if err != nil {
+		return 0
+	}
+	fields := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
+	if len(fields) < 2 {
+		return 0
+	}
+	p, _ := strconv.Atoi(fields[1])
+	return p
 }
 
 type chaos struct {
