@@ -38,6 +38,17 @@ cleanup() {
     log "FAILED (exit $rc)"
     log "---- containerd log (last 60 lines) ----"; tail -n 60 "$CONTAINERD_LOG" >&2
   fi
+  # Should the test have died without its clean-up: the stack by its pid
+  # files, then containerd by the pid it recorded, if that pid still runs
+  # our config (containerd_stop then kills the pods' tasks).
+  if [ -d "$workdir/stack" ]; then
+    "$root/bin/splitlet-stack" --dir="$workdir/stack" stop >/dev/null 2>&1
+  fi
+  local pid
+  pid=$(cat "$workdir/containerd/containerd.pid" 2>/dev/null) || true
+  if [ -n "$pid" ] && [[ $(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null) == *"$workdir/containerd/config.toml"* ]]; then
+    CONTAINERD_PID=$pid
+  fi
   containerd_stop
   if [ "${SPLITLET_CHAOS_KEEP:-}" = 1 ]; then
     log "kept $workdir"

@@ -93,6 +93,7 @@ func newContainerdNode(t *testing.T) *containerdNode {
 	if err != nil {
 		t.Fatalf("start containerd: %v", err)
 	}
+	n.writePid()
 	// Registered first, so it runs after the stack's cleanup: what the
 	// surviving pods left is removed through the CRI, then containerd
 	// stops (hack/lib/containerd.sh containerd_stop reaps the shims).
@@ -127,8 +128,24 @@ func (n *containerdNode) ready(ctx context.Context) error {
 func (n *containerdNode) kill(ctx context.Context) {
 	n.t.Helper()
 	n.proc.Kill()
-	if err := n.proc.Restart(ctx, 30*time.Second); err != nil {
+	if err := n.restart(ctx); err != nil {
 		n.t.Fatalf("restart containerd: %v", err)
+	}
+}
+
+// restart starts containerd again and records its pid.
+func (n *containerdNode) restart(ctx context.Context) error {
+	err := n.proc.Restart(ctx, 30*time.Second)
+	n.writePid()
+	return err
+}
+
+// writePid records containerd's pid in its directory, for
+// hack/chaos-containerd.sh to stop it by that pid should the test die
+// without its clean-up (a go test timeout).
+func (n *containerdNode) writePid() {
+	if err := os.WriteFile(filepath.Join(n.dir, "containerd.pid"), []byte(strconv.Itoa(n.proc.Pid())), 0o644); err != nil {
+		n.t.Logf("record containerd's pid: %v", err)
 	}
 }
 
@@ -210,7 +227,7 @@ func (n *containerdNode) wipe(ctx context.Context, l loss) {
 			n.t.Fatalf("wipe containerd: %v", err)
 		}
 	}
-	if err := n.proc.Restart(ctx, 30*time.Second); err != nil {
+	if err := n.restart(ctx); err != nil {
 		n.t.Fatalf("restart containerd after the %v: %v", l, err)
 	}
 	// The harness checks itself: after a reboot containerd lists the old
@@ -480,15 +497,15 @@ func (c *chaos) reportContainerd() {
 		c.fail("sync wrote %d log lines for %d pods (more than %d a pod): something retried in a loop", logLines, f.pods, maxLogLinesPerPod)
 	}
 	summary := fmt.Sprintf("chaos on containerd: pods %d, deleted %d, kills %d (%d of containerd, %d of the plugin child), containerd wiped 1, then rebooted 2; "+
-		"lost %d, status mismatches %d, duplicate sandboxes %d, spurious restarts %d, orphans %d, old sandboxes ready again %d, restart counts lost %d, dead sandboxes kept %d; "+
+		"lost %d, status mismatches %d, duplicate sandboxes %d, spurious restarts %d, orphans %d, old sandboxes ready again %d, restart counts lost %d, dead sandboxes kept %d, orphaned plugin processes %d; "+
 		"converged after the burst in %v, after restarts of splitlet and containerd in %v, after the wipe in %v, after the reboots in %v and %v, after the delete in %v; retries: apply %d, delete %d; sync log lines %d",
 		f.pods, f.deleted, f.kills, f.containerdKills, f.pluginKills,
-		f.lost, f.mismatches, f.duplicates, f.spurious, f.orphans, f.reused, f.countsLost, f.deadSandboxes,
+		f.lost, f.mismatches, f.duplicates, f.spurious, f.orphans, f.reused, f.countsLost, f.deadSandboxes, f.orphanPlugins,
 		f.convergeBurst.Round(time.Millisecond), f.convergeRestart.Round(time.Millisecond), f.convergeWipe.Round(time.Millisecond), f.convergeReboots[0].Round(time.Millisecond), f.convergeReboots[1].Round(time.Millisecond), f.convergeDelete.Round(time.Millisecond),
 		f.applyRetries.Load(), f.deleteRetries.Load(), logLines)
 	c.t.Log(summary)
 	fmt.Println(summary)
-	if f.lost+f.mismatches+f.duplicates+f.spurious+f.orphans+f.reused+f.countsLost+f.deadSandboxes > 0 {
+	if f.lost+f.mismatches+f.duplicates+f.spurious+f.orphans+f.reused+f.countsLost+f.deadSandboxes+f.orphanPlugins > 0 {
 		c.fail("the stack did not converge cleanly: %s", summary)
 		c.t.FailNow()
 	}
