@@ -50,6 +50,12 @@ cleanup() {
     CONTAINERD_PID=$pid
   fi
   containerd_stop
+  # Containers runc created but containerd died before starting ("runc
+  # init" waiting): ours are the ones whose bundle is under our directory.
+  local id
+  for id in $(runc --root /run/containerd/runc/k8s.io list 2>/dev/null | awk -v d="$workdir/" 'index($4, d) == 1 {print $1}'); do
+    runc --root /run/containerd/runc/k8s.io delete --force "$id" >/dev/null 2>&1
+  done
   if [ "${SPLITLET_CHAOS_KEEP:-}" = 1 ]; then
     log "kept $workdir"
   else
