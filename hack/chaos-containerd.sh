@@ -14,7 +14,9 @@
 #
 # Must run as root. Environment:
 #   CHAOS_PODS              burst size (default 30 on containerd)
-#   SPLITLET_CHAOS_KEEP=1   keep the work directory for inspection
+#   SPLITLET_CHAOS_KEEP=1   keep the work directory for inspection (stack/
+#                           holds the logs and state of sync, admission and
+#                           the gateway)
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)

@@ -94,7 +94,13 @@ func TestChaos(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	t.Cleanup(func() {
+		// hack/chaos-containerd.sh's SPLITLET_CHAOS_KEEP=1 keeps its work
+		// directory, the stack's logs and state included, to read.
+		if node == nil || os.Getenv("SPLITLET_CHAOS_KEEP") != "1" {
+			_ = os.RemoveAll(dir)
+		}
+	})
 	plugins := writePluginConfig(t, dir)
 	// What went wrong, said again after the processes' logs (a cleanup
 	// registered first runs last), so that it ends the output CI shows.
