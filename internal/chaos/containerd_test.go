@@ -17,10 +17,10 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/backoff"
 	"google.golang.org/grpc/credentials/insecure"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/splitlet/splitlet/internal/criclient"
 	"github.com/splitlet/splitlet/internal/stack"
 )
 
@@ -43,13 +43,14 @@ const (
 	// kubelet's is a minute).
 	gcPeriod = 2 * time.Second
 	// maxLogLinesPerPod bounds sync's log (info level) over the whole
-	// run: about 15 lines a pod in a sane run, 2000 in one where deleted
-	// pods were retried in a busy loop while containerd restarted.
+	// run: about 20 lines a pod in a sane run, over 1,000 in one where
+	// deleted pods were retried in a busy loop while containerd restarted.
 	maxLogLinesPerPod = 100
 )
 
 // containerdNode is a containerd the suite owns: it starts it, SIGKILLs and
-// restarts it, and wipes it as a node that lost its disk would.
+// restarts it, and takes it down as a node reboot or a lost disk would
+// (wipe).
 type containerdNode struct {
 	t      *testing.T
 	dir    string
@@ -76,10 +77,7 @@ func newContainerdNode(t *testing.T) *containerdNode {
 		t.Fatalf("%s is set but %s names no image tarballs", envContainerdDir, envImages)
 	}
 	conn, err := grpc.NewClient("unix://"+n.sock, grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithConnectParams(grpc.ConnectParams{
-			Backoff:           backoff.Config{BaseDelay: 50 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: time.Second},
-			MinConnectTimeout: 5 * time.Second,
-		}))
+		grpc.WithConnectParams(criclient.ConnectParams))
 	if err != nil {
 		t.Fatal(err)
 	}
