@@ -32,7 +32,7 @@ RUN_FLAGS = --dir=$(RUN_DIR) --examples=$(ROOT)/examples \
   $(if $(RUN_GATEWAY_METRICS_ADDR),--gateway-metrics-addr=$(RUN_GATEWAY_METRICS_ADDR)) \
   $(addprefix --crictl=,$(wildcard $(SPLITLET_CACHE)/cri-tools-*/crictl))
 
-.PHONY: build tools generate check-generate lint test fuzz e2e critest bench run stop compose-e2e apiserver-e2e cluster cluster-down cluster-e2e conformance conformance-ci chaos chaos-containerd clean
+.PHONY: build tools generate check-generate lint test fuzz e2e critest bench run stop compose-e2e apiserver-e2e cluster cluster-down cluster-e2e daemonset-e2e conformance conformance-ci chaos chaos-containerd clean
 
 build: ## Build every splitlet binary into bin/.
 	mkdir -p $(BIN)
@@ -104,6 +104,9 @@ cluster-down: ## Stop what `make cluster` started and delete its network namespa
 
 cluster-e2e: ## splitlet nodes on containerd in a real control plane, in a private network namespace (root).
 	hack/cluster-e2e.sh
+
+daemonset-e2e: ## deploy/daemonset applied to a cluster whose node is a real kubelet; the pod it runs serves a Deployment (root).
+	hack/daemonset-e2e.sh
 
 conformance: ## Kubernetes' e2e [NodeConformance] specs on a real kubelet and on splitlet, and their difference (root; see CONFORMANCE.md).
 	hack/conformance.sh full

@@ -7,7 +7,8 @@
 # busybox-static, the test images (hack/images.sh), splitlet's binaries and
 # the test binary (services/sync/test/cluster). It then re-runs itself in a
 # new network namespace (unshare --net) where it starts one private
-# containerd per splitlet node (hack/lib/containerd.sh) and runs the test
+# containerd per splitlet node (hack/lib/containerd.sh), each with a CNI
+# bridge that takes the node's pod CIDR, and runs the test
 # binary, which starts the control plane and the nodes (internal/cluster,
 # internal/stack). Nothing listens outside that namespace; it disappears with
 # the last process in it. Everything lives in one temporary directory that is
@@ -30,6 +31,8 @@ fi
 
 # shellcheck source-path=SCRIPTDIR source=lib/containerd.sh
 source "$root/hack/lib/containerd.sh"
+# Pods get addresses from their node's pod CIDR (hack/lib/containerd.sh).
+export CONTAINERD_WITH_CNI=1
 # shellcheck source-path=SCRIPTDIR source=lib/kube.sh
 source "$root/hack/lib/kube.sh"
 
@@ -53,11 +56,18 @@ stop_all() {
 inner() {
   local workdir=$1 nodes=$2 i endpoints=""
   ip link set lo up
+  # The address of the second node's API (services/sync/test/cluster
+  # nodeAPIIP): the API server does not proxy to loopback. TEST-NET-1 on
+  # lo, so nothing leaves the namespace.
+  ip addr add 192.0.2.11/32 dev lo
   trap stop_all EXIT
   trap 'exit 130' INT
   trap 'exit 143' TERM
   for i in $(seq 1 "$nodes"); do
-    containerd_start "$workdir/c$i" >/dev/null
+    # The node's pod network: a bridge of its own, addressed from the pod
+    # CIDR sync hands containerd (conf_template); the namespace routes
+    # between the bridges.
+    CONTAINERD_CNI_BRIDGE=cbr$i containerd_start "$workdir/c$i" >/dev/null
     containerd_import "$workdir/images/pause.tar" "$workdir/images/busybox.tar" 2>/dev/null
     socks+=("$CONTAINERD_SOCK") pids+=("$CONTAINERD_PID") dirs+=("$CONTAINERD_DIR")
     endpoints+="${endpoints:+,}unix://$CONTAINERD_SOCK"

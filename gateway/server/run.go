@@ -22,8 +22,9 @@ type BackendFactory func(ctx context.Context, cfg Config, log *zap.Logger) (back
 type Backends map[string]BackendFactory
 
 // Run builds the backend cfg.Backend names, serves the gateway until ctx is
-// done and closes the backend. The logger comes from ctx (logctx.With).
-func Run(ctx context.Context, cfg Config, backends Backends) error {
+// done and closes the backend. The logger comes from ctx (logctx.With);
+// opts come after it.
+func Run(ctx context.Context, cfg Config, backends Backends, opts ...Option) error {
 	log := logctx.From(ctx)
 	factory, ok := backends[cfg.Backend]
 	if !ok {
@@ -44,7 +45,7 @@ func Run(ctx context.Context, cfg Config, backends Backends) error {
 			log.Warn("close backend", zap.Error(err))
 		}
 	}()
-	srv, err := New(cfg, rt, WithLogger(log))
+	srv, err := New(cfg, rt, append([]Option{WithLogger(log)}, opts...)...)
 	if err != nil {
 		return err
 	}

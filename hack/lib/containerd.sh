@@ -13,7 +13,13 @@
 #                                 unmount what it left under WORKDIR
 #
 # Set CONTAINERD_WITH_CNI=1 to install Debian's CNI plugins and give pods a bridge
-# network; without it only host-network pods can run (enough for our e2e).
+# network; without it only host-network pods can run, and the runtime reports
+# NetworkReady=false, so a node agent registering a Node reports it NotReady (as
+# the kubelet does). Set CONTAINERD_CNI_BRIDGE=NAME as well to have the pod
+# network follow the node's pod CIDR instead of a fixed 10.88.0.0/16: containerd
+# then writes the bridge NAME's config from a template (conf_template) when the
+# node agent hands it the Node's spec.podCIDR (CRI UpdateRuntimeConfig), and the
+# network is not ready until then.
 # The config choices below come from ../shared/ENVIRONMENT.md: without
 # restrict_oom_score_adj every sandbox fails on machines whose bounding set lacks
 # CAP_SYS_RESOURCE; AppArmor is unavailable; there is no systemd, hence cgroupfs.
@@ -64,7 +70,25 @@ containerd_start() {
   CONTAINERD_LOG=$workdir/containerd.log
   local cni_bin=/usr/lib/cni cni_conf=$workdir/cni/net.d
   mkdir -p "$cni_conf" "$workdir/root" "$workdir/state"
-  if [ "${CONTAINERD_WITH_CNI:-}" = 1 ]; then
+  local cni_template=""
+  if [ "${CONTAINERD_WITH_CNI:-}" = 1 ] && [ -n "${CONTAINERD_CNI_BRIDGE:-}" ]; then
+    # Routes between the nodes' bridges come from the namespace they share;
+    # no masquerading: pods are reached by their own addresses.
+    cni_template=$workdir/cni/template.json
+    cat >"$cni_template" <<JSON
+{
+  "cniVersion": "1.0.0",
+  "name": "splitlet",
+  "plugins": [
+    {"type": "bridge", "bridge": "$CONTAINERD_CNI_BRIDGE", "isGateway": true,
+     "ipam": {"type": "host-local", "ranges": [[{"subnet": "{{.PodCIDR}}"}]],
+              "routes": [{"dst": "0.0.0.0/0"}], "dataDir": "$workdir/cni/ipam"}},
+    {"type": "portmap", "capabilities": {"portMappings": true}},
+    {"type": "loopback"}
+  ]
+}
+JSON
+  elif [ "${CONTAINERD_WITH_CNI:-}" = 1 ]; then
     cat >"$cni_conf/10-splitlet.conflist" <<JSON
 {
   "cniVersion": "1.0.0",
@@ -112,6 +136,7 @@ state = "$workdir/state"
 [plugins."io.containerd.grpc.v1.cri".cni]
   bin_dir = "$cni_bin"
   conf_dir = "$cni_conf"
+  conf_template = "$cni_template"
 TOML
   if [ -n "$extra" ]; then
     cat "$extra" >>"$workdir/config.toml"

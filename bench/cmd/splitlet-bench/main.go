@@ -22,6 +22,7 @@ import (
 
 	"github.com/splitlet/splitlet/bench/internal/harness"
 	"github.com/splitlet/splitlet/internal/logctx"
+	"github.com/splitlet/splitlet/internal/tracing/tracetest"
 )
 
 func main() {
@@ -48,6 +49,8 @@ func main() {
 	flag.IntVar(&cfg.ProfileSeconds, "profile-seconds", 10, "length of each burst profile")
 	nodeNet := flag.String("node-net", "private", "-runtime fake: private: run every process in new network and mount namespaces where the node has an address, a default route and a hostname that resolves (needs root; the harness re-executes itself); host: this machine's own network, as it is")
 	verbose := flag.Bool("v", false, "log progress to stderr")
+	flag.StringVar(&cfg.TracingEndpoint, "tracing-endpoint", "", "OTLP/gRPC endpoint given to every process as --tracing-endpoint (sampling 1.0); empty: tracing off")
+	tracingSink := flag.Bool("tracing-sink", false, "trace every process (sampling 1.0) to an OTLP receiver in the harness that counts the spans and keeps none")
 	runtime := flag.String("runtime", "fake", "fake: splitlet on the gateway's fake backend (and the kubelet); containerd: splitlet vs direct CRI calls on a real containerd")
 	ctr := harness.CtrConfig{}
 	flag.StringVar(&ctr.Endpoint, "containerd-endpoint", "", "containerd's CRI endpoint for -runtime containerd (unix:///path)")
@@ -92,6 +95,14 @@ func main() {
 			fail(err)
 		}
 		defer stopProfile()
+	}
+	if *tracingSink {
+		sink, err := tracetest.StartDiscarding()
+		if err != nil {
+			fail(err)
+		}
+		defer func() { fmt.Printf("tracing sink: %d spans received\n", sink.Count()); sink.Stop() }()
+		cfg.TracingEndpoint = sink.Addr()
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

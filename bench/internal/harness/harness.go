@@ -64,6 +64,9 @@ type Config struct {
 	// Apply of each burst, as ProfileDir/<process>-<n>.pprof.
 	ProfileDir     string
 	ProfileSeconds int
+	// TracingEndpoint, when set, is every process's --tracing-endpoint
+	// (sampling 1.0): the cost of tracing on.
+	TracingEndpoint string
 }
 
 func (c *Config) validate() error {

@@ -64,6 +64,12 @@ func startStack(ctx context.Context, cfg Config, o stackOptions) (*stack.Stack, 
 		sc.AdmissionArgs = append(sc.AdmissionArgs, "--profiling")
 		sc.SyncArgs = append(sc.SyncArgs, "--profiling")
 	}
+	if cfg.TracingEndpoint != "" {
+		arg := "--tracing-endpoint=" + cfg.TracingEndpoint
+		sc.GatewayArgs = append(sc.GatewayArgs, arg)
+		sc.AdmissionArgs = append(sc.AdmissionArgs, arg)
+		sc.SyncArgs = append(sc.SyncArgs, arg)
+	}
 	s, err := stack.Start(ctx, sc)
 	if err != nil {
 		return nil, nil, err

@@ -11,6 +11,7 @@ import (
 	"github.com/splitlet/splitlet/gateway/backend/fake"
 	"github.com/splitlet/splitlet/gateway/server"
 	"github.com/splitlet/splitlet/internal/logctx"
+	"github.com/splitlet/splitlet/internal/tracing"
 )
 
 // newFakeBackend is the in-memory runtime, preloaded with --fake-preload-images.
@@ -23,7 +24,8 @@ func newFakeBackend(_ context.Context, cfg server.Config, log *zap.Logger) (back
 	return rt, nil
 }
 
-// newCRIBackend forwards to --runtime-endpoint.
+// newCRIBackend forwards to --runtime-endpoint, carrying each call's trace
+// context on when tracing is on.
 func newCRIBackend(ctx context.Context, cfg server.Config, _ *zap.Logger) (backend.Runtime, error) {
-	return cri.New(ctx, cfg.RuntimeEndpoint, cri.Options{})
+	return cri.New(ctx, cfg.RuntimeEndpoint, cri.Options{DialOptions: tracing.GRPCDialOptions()})
 }

@@ -12,12 +12,14 @@ import (
 	"os/signal"
 	"runtime/debug"
 	"syscall"
+	"time"
 
 	"go.uber.org/zap"
 
 	"github.com/splitlet/splitlet/gateway/internal/config"
 	"github.com/splitlet/splitlet/gateway/server"
 	"github.com/splitlet/splitlet/internal/logctx"
+	"github.com/splitlet/splitlet/internal/tracing"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -66,9 +68,27 @@ func run() int {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	log.Info("starting splitlet-gateway", zap.String("version", version), zap.String("backend", cfg.Server.Backend))
-	if err := server.Run(logctx.With(ctx, log), cfg.Server, backends); err != nil {
+	tr, err := tracing.Setup(ctx, tracing.ServiceGateway, cfg.Tracing)
+	if err != nil {
+		log.Error("tracing", zap.Error(err))
+		return 1
+	}
+	defer shutdownTracing(tr, log)
+	// Every CRI call continues its caller's trace (sync's, admission's);
+	// the cri backend's calls carry it on to the runtime (backends.go).
+	if err := server.Run(logctx.With(ctx, log), cfg.Server, backends, server.WithGRPCOptions(tracing.GRPCServerOptions()...)); err != nil {
 		log.Error("gateway failed", zap.Error(err))
 		return 1
 	}
 	return 0
+}
+
+// shutdownTracing exports the spans still buffered, within a bound: a
+// collector that is gone must not hold up the exit.
+func shutdownTracing(tr *tracing.Tracing, log *zap.Logger) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := tr.Shutdown(ctx); err != nil {
+		log.Warn("tracing shutdown", zap.Error(err))
+	}
 }

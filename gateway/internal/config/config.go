@@ -20,6 +20,7 @@ import (
 
 	"github.com/splitlet/splitlet/gateway/policy"
 	"github.com/splitlet/splitlet/gateway/server"
+	"github.com/splitlet/splitlet/internal/tracing"
 )
 
 // Defaults of the flags that have one worth naming.
@@ -39,6 +40,7 @@ type Config struct {
 	LogLevel    zapcore.Level
 	LogFormat   string // "json" or "console"
 	ShowVersion bool
+	Tracing     tracing.Config
 }
 
 // Parse parses the gateway's flags from args (without the program name),
@@ -102,6 +104,7 @@ func Parse(args []string, output io.Writer) (Config, error) {
 	fs.StringVar(&preload, "fake-preload-images", "",
 		"comma-separated image references the fake backend holds from the start, as if pulled")
 	fs.BoolVar(&cfg.ShowVersion, "version", false, "print the version and exit")
+	cfg.Tracing.AddFlags(fs)
 
 	if err := fs.Parse(args); err != nil {
 		return Config{}, err

@@ -4,7 +4,8 @@ go 1.26.0
 
 require (
 	github.com/hashicorp/go-plugin v1.8.0
-	github.com/splitlet/splitlet/proto v0.0.0
+	github.com/splitlet/splitlet/proto v0.1.0
+	golang.org/x/mod v0.43.0
 	google.golang.org/grpc v1.85.0
 	k8s.io/api v0.37.2
 	k8s.io/apimachinery v0.37.2

@@ -23,10 +23,12 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"go.uber.org/zap"
 
 	"github.com/splitlet/splitlet/internal/logctx"
+	"github.com/splitlet/splitlet/internal/tracing"
 	"github.com/splitlet/splitlet/services/admission/internal/config"
 	"github.com/splitlet/splitlet/services/admission/internal/server"
 )
@@ -55,10 +57,26 @@ func run() int {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	log.Info("starting splitlet-admission", zap.String("version", version), zap.String("listen", cfg.Listen))
+	tr, err := tracing.Setup(ctx, tracing.ServiceAdmission, cfg.Tracing)
+	if err != nil {
+		log.Error("tracing", zap.Error(err))
+		return 1
+	}
+	defer shutdownTracing(tr, log)
 	if err := server.Run(logctx.With(ctx, log), cfg); err != nil {
 		log.Error("admission failed", zap.Error(err))
 		return 1
 	}
 	log.Info("stopped")
 	return 0
+}
+
+// shutdownTracing exports the spans still buffered, within a bound: a
+// collector that is gone must not hold up the exit.
+func shutdownTracing(tr *tracing.Tracing, log *zap.Logger) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := tr.Shutdown(ctx); err != nil {
+		log.Warn("tracing shutdown", zap.Error(err))
+	}
 }

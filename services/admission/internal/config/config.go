@@ -32,6 +32,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/yaml"
 
+	"github.com/splitlet/splitlet/internal/tracing"
 	"github.com/splitlet/splitlet/services/admission/eviction"
 	"github.com/splitlet/splitlet/services/admission/nodeinfo"
 )
@@ -73,6 +74,8 @@ type Config struct {
 	// path or unix:// URL) that pod stats are read from for eviction
 	// ranking; empty ranks without usage.
 	GatewayEndpoint string `json:"gatewayEndpoint,omitempty"`
+	// Tracing is set by the --tracing-* flags only (internal/tracing).
+	Tracing tracing.Config `json:"-"`
 	// ShutdownTimeout bounds graceful shutdown.
 	ShutdownTimeout metav1.Duration `json:"shutdownTimeout,omitempty"`
 	// Profiling serves Go's pprof handlers under /debug/pprof/ on Listen,
@@ -155,6 +158,8 @@ func Load(args []string, output io.Writer) (Config, error) {
 	plugins := fs.String("plugins-config", "", "admission plugin chain file (pluginsConfig); empty: built-in handlers only")
 	logLevel := fs.String("log-level", "info", "least severe log level written: debug, info, warn or error")
 	profiling := fs.Bool("profiling", false, "serve Go's pprof profiles under /debug/pprof/ on the --listen address, beside /metrics (profiling)")
+	var tc tracing.Config
+	tc.AddFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return Config{}, err
 	}
@@ -190,6 +195,7 @@ func Load(args []string, output io.Writer) (Config, error) {
 			cfg.Profiling = *profiling
 		}
 	})
+	cfg.Tracing = tc
 	if err := cfg.Validate(); err != nil {
 		return Config{}, err
 	}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+	"google.golang.org/grpc"
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/splitlet/splitlet/internal/logctx"
@@ -47,6 +48,9 @@ type Options struct {
 	// of a crashing plugin; defaults DefaultRestartBackoff and
 	// DefaultMaxRestartBackoff.
 	RestartBackoff, MaxRestartBackoff time.Duration
+	// GRPCDialOptions are added to each plugin's gRPC connection (tracing's
+	// stats handler, which carries the trace context to the plugin).
+	GRPCDialOptions []grpc.DialOption
 }
 
 // Chain asks the configured plugins, in order, whether a pod may run; the
@@ -91,7 +95,7 @@ func New(ctx context.Context, cfg *Config, opts Options) (_ *Chain, retErr error
 	}
 	for _, pc := range cfg.Plugins {
 		log := opts.Logger.With(zap.String("admissionPlugin", pc.Name))
-		p := newHostPlugin(pc, log, processLauncher(&pc, log, opts.StartTimeout), opts)
+		p := newHostPlugin(pc, log, processLauncher(&pc, log, opts.StartTimeout, opts.GRPCDialOptions), opts)
 		c.plugins = append(c.plugins, p)
 		p.mu.Lock()
 		_, err := p.startLocked(ctx)

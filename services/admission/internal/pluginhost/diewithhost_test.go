@@ -25,7 +25,7 @@ const envHost = "PLUGINHOST_TEST_HOST"
 // runHost starts the plugin at path as admission does, prints its pid and
 // blocks until killed.
 func runHost(path, sum string) int {
-	inst, err := processLauncher(&PluginConfig{Name: "host-test", Path: path, SHA256: sum}, zap.NewNop(), 10*time.Second)(context.Background())
+	inst, err := processLauncher(&PluginConfig{Name: "host-test", Path: path, SHA256: sum}, zap.NewNop(), 10*time.Second, nil)(context.Background())
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "start the plugin:", err)
 		return 1

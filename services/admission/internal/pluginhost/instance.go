@@ -12,6 +12,7 @@ import (
 
 	goplugin "github.com/hashicorp/go-plugin"
 	"go.uber.org/zap"
+	"google.golang.org/grpc"
 
 	sdk "github.com/splitlet/splitlet/services/admission/plugin"
 )
@@ -38,7 +39,7 @@ type launchFunc func(ctx context.Context) (*instance, error)
 const describeTimeout = time.Second
 
 // processLauncher starts p's binary as a go-plugin child process.
-func processLauncher(p *PluginConfig, log *zap.Logger, startTimeout time.Duration) launchFunc {
+func processLauncher(p *PluginConfig, log *zap.Logger, startTimeout time.Duration, dialOpts []grpc.DialOption) launchFunc {
 	return func(ctx context.Context) (_ *instance, retErr error) {
 		// Checked here and not only by go-plugin's SecureConfig, whose
 		// error ("checksums did not match") names neither the plugin nor
@@ -67,6 +68,7 @@ func processLauncher(p *PluginConfig, log *zap.Logger, startTimeout time.Duratio
 			AutoMTLS:         true,
 			StartTimeout:     startTimeout,
 			Logger:           newHCLogger(log),
+			GRPCDialOptions:  dialOpts,
 		})
 		defer func() {
 			if retErr != nil {

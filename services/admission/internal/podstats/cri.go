@@ -40,8 +40,9 @@ func New(client runtimeapi.RuntimeServiceClient) *CRI {
 
 // Dial connects to a CRI endpoint: a unix socket path or unix:// URL. The
 // connection is made lazily, so a gateway that starts later is found then;
-// until it answers, ListPodStats fails with errdefs.ErrUnavailable.
-func Dial(endpoint string) (*CRI, error) {
+// until it answers, ListPodStats fails with errdefs.ErrUnavailable. opts
+// are added to the connection's own (tracing's stats handler).
+func Dial(endpoint string, opts ...grpc.DialOption) (*CRI, error) {
 	target := endpoint
 	switch {
 	case strings.HasPrefix(endpoint, "unix://"):
@@ -52,9 +53,9 @@ func Dial(endpoint string) (*CRI, error) {
 	}
 	// Bounded like sync's calls: a hung stats call must not stall the
 	// eviction manager's loop for ever.
-	conn, err := grpc.NewClient(target, grpc.WithTransportCredentials(insecure.NewCredentials()),
+	conn, err := grpc.NewClient(target, append([]grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials()),
 		grpc.WithConnectParams(criclient.ConnectParams),
-		grpc.WithChainUnaryInterceptor(criclient.Timeouts(criclient.DefaultRequestTimeout)))
+		grpc.WithChainUnaryInterceptor(criclient.Timeouts(criclient.DefaultRequestTimeout))}, opts...)...)
 	if err != nil {
 		return nil, fmt.Errorf("CRI endpoint %q: %v: %w", endpoint, err, errdefs.ErrInvalidArgument)
 	}

@@ -8,14 +8,20 @@ import (
 
 	"connectrpc.com/connect"
 	"github.com/containerd/errdefs"
+	"go.opentelemetry.io/otel/attribute"
 	"go.uber.org/zap"
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/splitlet/splitlet/internal/logctx"
+	"github.com/splitlet/splitlet/internal/tracing"
 	admissionv1 "github.com/splitlet/splitlet/proto/splitlet/admission/v1"
 	"github.com/splitlet/splitlet/services/admission/lifecycle"
 	"github.com/splitlet/splitlet/services/admission/preemption"
 )
+
+// tracer starts the Admit span, one per pod decided, inside the call's
+// server span (a no-op without tracing).
+var tracer = tracing.Tracer("github.com/splitlet/splitlet/services/admission")
 
 // Admit implements AdmissionServiceHandler: decode the pod and the active
 // pods (sent in full or by reference), run the admitter, encode its
@@ -39,7 +45,8 @@ func (s *Service) Admit(ctx context.Context, req *connect.Request[admissionv1.Ad
 // returns the lifecycle result too.
 func (s *Service) decide(ctx context.Context, pod *v1.Pod, active []*v1.Pod, start time.Time) (*admissionv1.AdmitResponse, lifecycle.PodAdmitResult) {
 	log := s.log.With(zap.String("pod", pod.Namespace+"/"+pod.Name), zap.String("podUID", string(pod.UID)))
-	ctx = logctx.With(ctx, log)
+	ctx, span := tracer.Start(logctx.With(ctx, log), "Admit", tracing.PodAttributes(pod.Namespace, pod.Name, string(pod.UID)))
+	defer span.End()
 
 	res := s.admitter.Admit(ctx, pod, active)
 	out := &admissionv1.AdmitResponse{Admit: res.Admit, Reason: res.Reason, Message: res.Message}
@@ -56,6 +63,9 @@ func (s *Service) decide(ctx context.Context, pod *v1.Pod, active []*v1.Pod, sta
 		result = resultRejected
 	}
 	s.metrics.observeAdmit(result, res.Reason, time.Since(start))
+	if span.IsRecording() {
+		span.SetAttributes(attribute.String("splitlet.admission.result", result), attribute.String("splitlet.admission.reason", res.Reason))
+	}
 	log.Debug("admission decided", zap.String("result", result), zap.String("reason", res.Reason),
 		zap.String("message", res.Message), zap.Int("victims", len(res.Victims)), zap.Int("activePods", len(active)))
 	return out, res

@@ -13,6 +13,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/splitlet/splitlet/internal/logctx"
+	"github.com/splitlet/splitlet/internal/tracing"
 	"github.com/splitlet/splitlet/services/admission/eviction"
 	"github.com/splitlet/splitlet/services/admission/internal/admitter"
 	"github.com/splitlet/splitlet/services/admission/internal/config"
@@ -42,7 +43,7 @@ func Run(ctx context.Context, cfg config.Config) (retErr error) {
 
 	var stats eviction.PodStatsProvider
 	if cfg.GatewayEndpoint != "" {
-		cri, err := podstats.Dial(cfg.GatewayEndpoint)
+		cri, err := podstats.Dial(cfg.GatewayEndpoint, tracing.GRPCDialOptions()...)
 		if err != nil {
 			return fmt.Errorf("gatewayEndpoint: %w", err)
 		}
@@ -74,7 +75,8 @@ func Run(ctx context.Context, cfg config.Config) (retErr error) {
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
 	}
-	srv := newHTTPServer(svc.Handler())
+	// Admit continues sync's trace when tracing is on.
+	srv := newHTTPServer(svc.Handler(tracing.ConnectHandlerOptions()...))
 
 	runCtx, stopManager := context.WithCancel(ctx)
 	defer stopManager()
@@ -140,6 +142,9 @@ func newAdmission(ctx context.Context, node *v1.Node, mgr *eviction.Manager, pcf
 		plugins, err := pluginhost.New(ctx, pcfg, pluginhost.Options{
 			Logger:    log.Named("plugins"),
 			Encodings: pods,
+			// The plugin hop carries the Admit call's trace context
+			// (traceparent in the gRPC metadata) when tracing is on.
+			GRPCDialOptions: tracing.GRPCDialOptions(),
 			GetNode: func(ctx context.Context) (*v1.Node, error) {
 				if adm == nil {
 					return nil, fmt.Errorf("node not built yet: %w", errdefs.ErrUnavailable)

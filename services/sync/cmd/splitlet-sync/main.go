@@ -12,10 +12,12 @@ import (
 	"os/signal"
 	"runtime/debug"
 	"syscall"
+	"time"
 
 	"go.uber.org/zap"
 
 	"github.com/splitlet/splitlet/internal/logctx"
+	"github.com/splitlet/splitlet/internal/tracing"
 	"github.com/splitlet/splitlet/services/sync/internal/config"
 	"github.com/splitlet/splitlet/services/sync/internal/daemon"
 )
@@ -53,9 +55,25 @@ func run() int {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	log.Info("starting splitlet-sync", zap.String("node", cfg.NodeName), zap.String("runtime", cfg.RuntimeEndpoint))
+	tr, err := tracing.Setup(ctx, tracing.ServiceSync, cfg.Tracing)
+	if err != nil {
+		log.Error("tracing", zap.Error(err))
+		return 1
+	}
+	defer shutdownTracing(tr, log)
 	if err := daemon.Run(logctx.With(ctx, log), cfg); err != nil {
 		log.Error("splitlet-sync failed", zap.Error(err))
 		return 1
 	}
 	return 0
+}
+
+// shutdownTracing exports the spans still buffered, within a bound: a
+// collector that is gone must not hold up the exit.
+func shutdownTracing(tr *tracing.Tracing, log *zap.Logger) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := tr.Shutdown(ctx); err != nil {
+		log.Warn("tracing shutdown", zap.Error(err))
+	}
 }

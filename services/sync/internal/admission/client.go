@@ -36,6 +36,9 @@ type Options struct {
 	// asking about the next, so a bound keeps the first pods of a burst
 	// from waiting for the last.
 	MaxBatch int
+	// ClientOptions are added to the Connect client's (tracing's
+	// interceptor, which carries the caller's trace context).
+	ClientOptions []connect.ClientOption
 }
 
 // DefaultMaxBatch is the default Options.MaxBatch: big enough that the
@@ -79,7 +82,7 @@ func New(endpoint string, opts Options) *Client {
 	return &Client{
 		endpoint: endpoint,
 		opts:     opts,
-		svc:      admissionv1connect.NewAdmissionServiceClient(opts.HTTPClient, base, connect.WithGRPC()),
+		svc:      admissionv1connect.NewAdmissionServiceClient(opts.HTTPClient, base, append([]connect.ClientOption{connect.WithGRPC()}, opts.ClientOptions...)...),
 		active:   newActiveSet(),
 	}
 }

@@ -31,13 +31,6 @@
 //	go objects.Run(ctx) // and pass it as kuberuntime.EnvOptions.Objects
 package apiserver
 
-import (
-	"fmt"
-
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
-)
-
 // SourceName is the config mux's name for the API server source. The
 // PodService source already took the kubelet's "api".
 const SourceName = "apiserver"
@@ -48,16 +41,3 @@ const (
 	KubeAPIQPS   = 50
 	KubeAPIBurst = 100
 )
-
-// NewClient builds a clientset from a kubeconfig file.
-func NewClient(kubeconfig string) (kubernetes.Interface, error) {
-	rc, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
-	if err != nil {
-		return nil, fmt.Errorf("kubeconfig %s: %w", kubeconfig, err)
-	}
-	rc.UserAgent = "splitlet-sync"
-	// The kubelet's kubeAPIQPS and kubeAPIBurst defaults: client-go's own
-	// (5, 10) throttle a node running many pods into minutes-late statuses.
-	rc.QPS, rc.Burst = KubeAPIQPS, KubeAPIBurst
-	return kubernetes.NewForConfig(rc)
-}

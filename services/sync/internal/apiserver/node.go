@@ -1,20 +1,30 @@
 package apiserver
 
 import (
+	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"maps"
+	"math/rand/v2"
 	"runtime"
 	"slices"
+	"strings"
+	"sync"
 	"time"
 
 	"go.uber.org/zap"
+	"google.golang.org/grpc"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	v1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/util/retry"
+	nodeutil "k8s.io/component-helpers/node/util"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/splitlet/splitlet/internal/logctx"
 	"github.com/splitlet/splitlet/internal/nodelabels"
@@ -41,6 +51,21 @@ type NodeReport struct {
 // admission's GetNode, or from the machine).
 type ReportFunc func(ctx context.Context) (NodeReport, error)
 
+// RuntimeClient is the part of the CRI runtime service the node status
+// needs: the runtime's conditions and the pod CIDR hand-over. The gateway's
+// CRI client is one.
+type RuntimeClient interface {
+	Version(ctx context.Context, in *runtimeapi.VersionRequest, opts ...grpc.CallOption) (*runtimeapi.VersionResponse, error)
+	Status(ctx context.Context, in *runtimeapi.StatusRequest, opts ...grpc.CallOption) (*runtimeapi.StatusResponse, error)
+	UpdateRuntimeConfig(ctx context.Context, in *runtimeapi.UpdateRuntimeConfigRequest, opts ...grpc.CallOption) (*runtimeapi.UpdateRuntimeConfigResponse, error)
+}
+
+// ImageLister lists the runtime's images (the gateway's CRI image
+// client), for the Node's status.images.
+type ImageLister interface {
+	ListImages(ctx context.Context, in *runtimeapi.ListImagesRequest, opts ...grpc.CallOption) (*runtimeapi.ListImagesResponse, error)
+}
+
 // NodeOptions configure a NodeRegistrar.
 type NodeOptions struct {
 	// Name of the Node; splitlet's --node-name.
@@ -57,9 +82,13 @@ type NodeOptions struct {
 	Taints []v1.Taint
 	// LeaseInterval is the Lease renewal period [10 s, the kubelet's].
 	LeaseInterval time.Duration
-	// StatusInterval is the node status update period [1 min, the
-	// kubelet's nodeStatusReportFrequency].
+	// StatusInterval is how often the node status is computed and, when
+	// it changed, patched [10 s, the kubelet's nodeStatusUpdateFrequency].
 	StatusInterval time.Duration
+	// ReportInterval is how often an unchanged status is patched anyway
+	// [5 min, the kubelet's nodeStatusReportFrequency]; the Lease is the
+	// heartbeat in between.
+	ReportInterval time.Duration
 	// Addresses are the node's status.addresses (NodeAddresses), through
 	// which the API server reaches the node API.
 	Addresses []v1.NodeAddress
@@ -67,9 +96,30 @@ type NodeOptions struct {
 	// status.daemonEndpoints.kubeletEndpoint.Port: where the API server
 	// sends logs requests. 0: no node API.
 	KubeletPort int32
+	// Runtime, when set, is asked for its RuntimeReady and NetworkReady
+	// conditions, which the Ready condition reflects, and is given the
+	// Node's spec.podCIDRs (UpdateRuntimeConfig), as the kubelet does.
+	// nil: Ready says nothing of the runtime.
+	Runtime RuntimeClient
+	// Images, when set, fills status.images.
+	Images ImageLister
+	// SystemInfo is the machine's part of status.nodeInfo (kernel, OS
+	// image, machine, system and boot IDs: MachineInfo); the registrar adds
+	// the runtime's version, the OS and architecture.
+	SystemInfo v1.NodeSystemInfo
 	// Now is the clock (tests).
 	Now func() time.Time
 }
+
+// runtimeSyncThreshold is how long the runtime may fail its status calls
+// before the node is reported NotReady: the kubelet's
+// maxWaitForContainerRuntime (30 s), so a gateway restart does not flap
+// the node.
+const runtimeSyncThreshold = 30 * time.Second
+
+// nodeReadyGracePeriod bounds the fast status updates after registration:
+// the kubelet's nodeReadyGracePeriod.
+const nodeReadyGracePeriod = 2 * time.Minute
 
 // NodeAddresses are the addresses a node reports: an InternalIP per node
 // IP, then its hostname, when known. Matches the kubelet's NodeAddress
@@ -91,6 +141,19 @@ func NodeAddresses(nodeIPs []string, hostname string) []v1.NodeAddress {
 type NodeRegistrar struct {
 	client kubernetes.Interface
 	opts   NodeOptions
+
+	mu sync.Mutex
+	// podCIDR is the last pod CIDR the runtime took (the kubelet's
+	// runtimeState.podCIDR); "" until the first hand-over, so a
+	// restarted sync hands it over again.
+	podCIDR string
+	// lastRuntimeOK is when the runtime last answered Status.
+	lastRuntimeOK time.Time
+	// lastReport is when the status was last patched; reportDelay spreads
+	// the next unchanged report (the kubelet's lastStatusReportTime and
+	// delayAfterNodeStatusChange). Used by the Run goroutine only.
+	lastReport  time.Time
+	reportDelay time.Duration
 }
 
 // NewNodeRegistrar returns a registrar for opts.Name.
@@ -99,7 +162,10 @@ func NewNodeRegistrar(client kubernetes.Interface, opts NodeOptions) *NodeRegist
 		opts.LeaseInterval = 10 * time.Second
 	}
 	if opts.StatusInterval <= 0 {
-		opts.StatusInterval = time.Minute
+		opts.StatusInterval = 10 * time.Second
+	}
+	if opts.ReportInterval <= 0 {
+		opts.ReportInterval = 5 * time.Minute
 	}
 	if opts.Now == nil {
 		opts.Now = time.Now
@@ -124,6 +190,9 @@ func (r *NodeRegistrar) Run(ctx context.Context) {
 		}
 	}
 	log.Info("node registered")
+	if r.opts.Runtime != nil {
+		r.fastStatusUpdate(ctx)
+	}
 	lease := time.NewTicker(r.opts.LeaseInterval)
 	defer lease.Stop()
 	st := time.NewTicker(r.opts.StatusInterval)
@@ -140,7 +209,7 @@ func (r *NodeRegistrar) Run(ctx context.Context) {
 				log.Info("lease renewal failed", zap.Error(err))
 			}
 		case <-st.C:
-			if err := r.UpdateStatus(ctx); err != nil {
+			if err := r.syncStatus(ctx, false); err != nil {
 				log.Info("node status update failed", zap.Error(err))
 			}
 		}
@@ -184,9 +253,12 @@ func (r *NodeRegistrar) fillStatus(ctx context.Context, n *v1.Node) error {
 		Type: v1.NodeReady, Status: v1.ConditionTrue, Reason: "SplitletReady",
 		Message: "splitlet is posting ready status", LastHeartbeatTime: now, LastTransitionTime: now,
 	}
-	// Keep the transition time while Ready stays True.
+	if err := r.runtimeErrors(ctx); err != nil {
+		ready.Status, ready.Reason, ready.Message = v1.ConditionFalse, "KubeletNotReady", err.Error()
+	}
+	// Keep the transition time while Ready keeps its status.
 	for _, c := range n.Status.Conditions {
-		if c.Type == v1.NodeReady && c.Status == v1.ConditionTrue && !c.LastTransitionTime.IsZero() {
+		if c.Type == v1.NodeReady && c.Status == ready.Status && !c.LastTransitionTime.IsZero() {
 			ready.LastTransitionTime = c.LastTransitionTime
 		}
 	}
@@ -199,7 +271,11 @@ func (r *NodeRegistrar) fillStatus(ctx context.Context, n *v1.Node) error {
 		reported[c.Type] = true
 		c.LastHeartbeatTime = now
 		if c.LastTransitionTime.IsZero() {
+			// Unchanged since the last report: its transition stands.
 			c.LastTransitionTime = now
+			if prev := findCondition(n.Status.Conditions, c.Type); prev != nil && prev.Status == c.Status {
+				c.LastTransitionTime = prev.LastTransitionTime
+			}
 		}
 		conditions = append(conditions, c)
 	}
@@ -213,10 +289,71 @@ func (r *NodeRegistrar) fillStatus(ctx context.Context, n *v1.Node) error {
 	n.Status.Conditions = conditions
 	n.Status.Addresses = r.opts.Addresses
 	n.Status.DaemonEndpoints.KubeletEndpoint.Port = r.opts.KubeletPort
-	n.Status.NodeInfo.OperatingSystem = runtime.GOOS
-	n.Status.NodeInfo.Architecture = runtime.GOARCH
-	n.Status.NodeInfo.KubeletVersion = "splitlet"
+	info := r.opts.SystemInfo
+	info.OperatingSystem, info.Architecture = runtime.GOOS, runtime.GOARCH
+	info.KubeletVersion = "splitlet"
+	info.ContainerRuntimeVersion = r.runtimeVersion(ctx)
+	n.Status.NodeInfo = info
+	if r.opts.Images != nil {
+		images, err := r.images(ctx)
+		if err != nil {
+			// The kubelet's Images setter: the list is emptied.
+			logctx.From(ctx).Info("error getting image list", zap.Error(err))
+		}
+		n.Status.Images = images
+	}
 	return nil
+}
+
+// runtimeVersion is "<runtime name>://<version>" from CRI Version, or
+// "<name>://Unknown" when it does not answer. Matches the kubelet's
+// VersionInfo setter; with no runtime it is empty.
+func (r *NodeRegistrar) runtimeVersion(ctx context.Context) string {
+	if r.opts.Runtime == nil {
+		return ""
+	}
+	v, err := r.opts.Runtime.Version(ctx, &runtimeapi.VersionRequest{})
+	if err != nil {
+		return "remote://Unknown"
+	}
+	return v.GetRuntimeName() + "://" + v.GetRuntimeVersion()
+}
+
+// Limits of status.images: the kubelet's --node-status-max-images default
+// and MaxNamesPerImageInNodeStatus.
+const (
+	nodeStatusMaxImages          = 50
+	maxNamesPerImageInNodeStatus = 5
+)
+
+// images is the Node's status.images: the runtime's images, largest
+// first, at most nodeStatusMaxImages, each named by its digests then its
+// tags (at most maxNamesPerImageInNodeStatus). Matches the kubelet's
+// Images setter over imageManager.GetImageList (sorted by size).
+func (r *NodeRegistrar) images(ctx context.Context) ([]v1.ContainerImage, error) {
+	resp, err := r.opts.Images.ListImages(ctx, &runtimeapi.ListImagesRequest{})
+	if err != nil {
+		return nil, err
+	}
+	list := slices.Clone(resp.GetImages())
+	slices.SortStableFunc(list, func(a, b *runtimeapi.Image) int {
+		if a.GetSize() != b.GetSize() {
+			return cmp.Compare(b.GetSize(), a.GetSize())
+		}
+		return strings.Compare(a.GetId(), b.GetId())
+	})
+	if len(list) > nodeStatusMaxImages {
+		list = list[:nodeStatusMaxImages]
+	}
+	var out []v1.ContainerImage
+	for _, img := range list {
+		names := append(slices.Clone(img.GetRepoDigests()), img.GetRepoTags()...)
+		if len(names) > maxNamesPerImageInNodeStatus {
+			names = names[:maxNamesPerImageInNodeStatus]
+		}
+		out = append(out, v1.ContainerImage{Names: names, SizeBytes: int64(img.GetSize())})
+	}
+	return out, nil
 }
 
 // Register creates the Node, or adopts an existing one: its labels and
@@ -272,9 +409,19 @@ func hasTaint(taints []v1.Taint, t v1.Taint) bool {
 	return false
 }
 
-// UpdateStatus refreshes the node's conditions (heartbeat) and resources.
-// Matches the kubelet's updateNodeStatus, retried on conflict.
+// UpdateStatus computes the node's status (heartbeat, conditions,
+// resources, info, images) and patches it.
 func (r *NodeRegistrar) UpdateStatus(ctx context.Context) error {
+	return r.syncStatus(ctx, true)
+}
+
+// syncStatus computes the node's status and patches it when it changed
+// (heartbeat times aside), when the pod CIDR was handed over, when force
+// is set, or when ReportInterval (plus a spread) has passed since the last
+// patch. Matches the kubelet's tryUpdateNodeStatus (updateNode,
+// nodeStatusHasChanged, isUpdateStatusPeriodExpired, calculateDelay,
+// patchNodeStatus), retried on conflict.
+func (r *NodeRegistrar) syncStatus(ctx context.Context, force bool) error {
 	nodes := r.client.CoreV1().Nodes()
 	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		cur, err := nodes.Get(ctx, r.opts.Name, metav1.GetOptions{})
@@ -282,12 +429,162 @@ func (r *NodeRegistrar) UpdateStatus(ctx context.Context) error {
 			return err
 		}
 		next := cur.DeepCopy()
+		cidrChanged := r.updatePodCIDR(ctx, next)
 		if err := r.fillStatus(ctx, next); err != nil {
 			return err
 		}
-		_, err = nodes.UpdateStatus(ctx, next, metav1.UpdateOptions{})
-		return err
+		changed := cidrChanged || nodeStatusHasChanged(&cur.Status, &next.Status)
+		now := r.opts.Now()
+		if !changed && !force && now.Sub(r.lastReport) < r.opts.ReportInterval+r.reportDelay {
+			return nil
+		}
+		if _, _, err := nodeutil.PatchNodeStatus(r.client.CoreV1(), types.NodeName(r.opts.Name), cur, next); err != nil {
+			return err
+		}
+		r.reportDelay = 0
+		if changed || r.lastReport.IsZero() {
+			r.reportDelay = time.Duration(float64(r.opts.ReportInterval) * (rand.Float64() - 0.5))
+		}
+		r.lastReport = now
+		return nil
 	})
+}
+
+// nodeStatusHasChanged compares two statuses ignoring the conditions'
+// heartbeat times, as the kubelet's nodeStatusHasChanged.
+func nodeStatusHasChanged(old, cur *v1.NodeStatus) bool {
+	if len(old.Conditions) != len(cur.Conditions) {
+		return true
+	}
+	strip := func(s *v1.NodeStatus) *v1.NodeStatus {
+		c := s.DeepCopy()
+		for i := range c.Conditions {
+			c.Conditions[i].LastHeartbeatTime = metav1.Time{}
+		}
+		slices.SortStableFunc(c.Conditions, func(a, b v1.NodeCondition) int { return strings.Compare(string(a.Type), string(b.Type)) })
+		return c
+	}
+	return !apiequality.Semantic.DeepEqual(strip(old), strip(cur))
+}
+
+// updatePodCIDR hands the Node's pod CIDRs to the runtime when they
+// differ from what it last took, so that a runtime with a CNI config
+// template (containerd's conf_template) writes the node's pod network.
+// Matches the kubelet's updateNode → updatePodCIDR (CIDRs joined with a
+// comma, errors logged, the next status update tries again).
+func (r *NodeRegistrar) updatePodCIDR(ctx context.Context, n *v1.Node) (changed bool) {
+	if r.opts.Runtime == nil || len(n.Spec.PodCIDRs) == 0 {
+		return false
+	}
+	cidr := strings.Join(n.Spec.PodCIDRs, ",")
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if cidr == r.podCIDR {
+		return false
+	}
+	_, err := r.opts.Runtime.UpdateRuntimeConfig(ctx, &runtimeapi.UpdateRuntimeConfigRequest{
+		RuntimeConfig: &runtimeapi.RuntimeConfig{NetworkConfig: &runtimeapi.NetworkConfig{PodCidr: cidr}}})
+	if err != nil {
+		// As the kubelet's: a failed hand-over still counts as a change.
+		logctx.From(ctx).Warn("failed to update pod CIDR", zap.String("podCIDR", cidr), zap.Error(err))
+		return true
+	}
+	logctx.From(ctx).Info("updating pod CIDR", zap.String("originalPodCIDR", r.podCIDR), zap.String("newPodCIDR", cidr))
+	r.podCIDR = cidr
+	return true
+}
+
+// runtimeErrors is why the runtime keeps the node from being Ready, or
+// nil. Matches the kubelet's updateRuntimeUp with runtimeState's
+// runtimeErrors and networkErrors: RuntimeReady or NetworkReady missing or
+// false, or no answer from the runtime for runtimeSyncThreshold.
+func (r *NodeRegistrar) runtimeErrors(ctx context.Context) error {
+	if r.opts.Runtime == nil {
+		return nil
+	}
+	resp, err := r.opts.Runtime.Status(ctx, &runtimeapi.StatusRequest{})
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	now := r.opts.Now()
+	if err != nil {
+		if r.lastRuntimeOK.IsZero() {
+			return errors.New("container runtime status check may not have completed yet")
+		}
+		if now.Sub(r.lastRuntimeOK) >= runtimeSyncThreshold {
+			return fmt.Errorf("container runtime is down: %w", err)
+		}
+		return nil // the last answer stands until the threshold
+	}
+	r.lastRuntimeOK = now
+	var errs []error
+	for _, want := range []string{runtimeapi.RuntimeReady, runtimeapi.NetworkReady} {
+		c := runtimeCondition(resp.GetStatus(), want)
+		if c != nil && c.Status {
+			continue
+		}
+		what := "container runtime not ready"
+		if want == runtimeapi.NetworkReady {
+			what = "container runtime network not ready"
+		}
+		if c == nil {
+			errs = append(errs, fmt.Errorf("%s: %s condition missing", what, want))
+			continue
+		}
+		errs = append(errs, fmt.Errorf("%s: %s=%t reason:%s message:%s", what, c.Type, c.Status, c.Reason, c.Message))
+	}
+	return errors.Join(errs...)
+}
+
+func runtimeCondition(st *runtimeapi.RuntimeStatus, t string) *runtimeapi.RuntimeCondition {
+	for _, c := range st.GetConditions() {
+		if c.GetType() == t {
+			return c
+		}
+	}
+	return nil
+}
+
+// fastStatusUpdate polls every 100 ms after registration until the node
+// can be posted Ready (the runtime's network up once it took the pod
+// CIDR), then posts it at once rather than at the next status period.
+// Matches the kubelet's fastStatusUpdateOnce / fastNodeStatusUpdate,
+// bounded by nodeReadyGracePeriod.
+func (r *NodeRegistrar) fastStatusUpdate(ctx context.Context) {
+	log := logctx.From(ctx)
+	deadline := time.Now().Add(nodeReadyGracePeriod)
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for time.Now().Before(deadline) {
+		cur, err := r.client.CoreV1().Nodes().Get(ctx, r.opts.Name, metav1.GetOptions{})
+		if err == nil {
+			if c := findCondition(cur.Status.Conditions, v1.NodeReady); c != nil && c.Status == v1.ConditionTrue {
+				return
+			}
+			r.updatePodCIDR(ctx, cur)
+			if r.runtimeErrors(ctx) == nil {
+				log.Info("fast updating node status as it just became ready")
+				if err := r.UpdateStatus(ctx); err != nil {
+					log.Info("node status update failed", zap.Error(err))
+				}
+				return
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
+	log.Error("node not becoming ready in time after startup")
+}
+
+func findCondition(cs []v1.NodeCondition, t v1.NodeConditionType) *v1.NodeCondition {
+	for i := range cs {
+		if cs[i].Type == t {
+			return &cs[i]
+		}
+	}
+	return nil
 }
 
 // leaseDurationSeconds is the kubelet's default node lease duration (40 s).

@@ -5,14 +5,19 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
+	"sync"
 	"testing"
 	"time"
+
+	"google.golang.org/grpc"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/splitlet/splitlet/internal/nodelabels"
 )
@@ -250,5 +255,260 @@ func TestNodeAPIEndpoint(t *testing.T) {
 				t.Errorf("addresses %v, want %v", n.Status.Addresses, tc.want)
 			}
 		})
+	}
+}
+
+// fakeRuntime is a CRI runtime whose network comes up once it is given a
+// pod CIDR, as containerd's with a CNI config template.
+type fakeRuntime struct {
+	mu        sync.Mutex
+	podCIDRs  []string // every UpdateRuntimeConfig
+	statusErr error
+}
+
+func (f *fakeRuntime) Status(context.Context, *runtimeapi.StatusRequest, ...grpc.CallOption) (*runtimeapi.StatusResponse, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.statusErr != nil {
+		return nil, f.statusErr
+	}
+	network := &runtimeapi.RuntimeCondition{Type: runtimeapi.NetworkReady, Status: true}
+	if len(f.podCIDRs) == 0 {
+		network = &runtimeapi.RuntimeCondition{Type: runtimeapi.NetworkReady, Reason: "NetworkPluginNotReady",
+			Message: "Network plugin returns error: cni plugin not initialized"}
+	}
+	return &runtimeapi.StatusResponse{Status: &runtimeapi.RuntimeStatus{Conditions: []*runtimeapi.RuntimeCondition{
+		{Type: runtimeapi.RuntimeReady, Status: true}, network}}}, nil
+}
+
+func (f *fakeRuntime) Version(context.Context, *runtimeapi.VersionRequest, ...grpc.CallOption) (*runtimeapi.VersionResponse, error) {
+	return &runtimeapi.VersionResponse{RuntimeName: "containerd", RuntimeVersion: "1.6.20~ds1"}, nil
+}
+
+func (f *fakeRuntime) UpdateRuntimeConfig(_ context.Context, req *runtimeapi.UpdateRuntimeConfigRequest, _ ...grpc.CallOption) (*runtimeapi.UpdateRuntimeConfigResponse, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.podCIDRs = append(f.podCIDRs, req.GetRuntimeConfig().GetNetworkConfig().GetPodCidr())
+	return &runtimeapi.UpdateRuntimeConfigResponse{}, nil
+}
+
+func (f *fakeRuntime) setStatusErr(err error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.statusErr = err
+}
+
+func (f *fakeRuntime) handedOver() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.podCIDRs)
+}
+
+func readyOf(t *testing.T, client *fake.Clientset, name string) v1.NodeCondition {
+	t.Helper()
+	n, err := client.CoreV1().Nodes().Get(t.Context(), name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := findNodeCondition(n, v1.NodeReady)
+	if c == nil {
+		t.Fatalf("node %s has no Ready condition: %+v", name, n.Status.Conditions)
+	}
+	return *c
+}
+
+// The node is NotReady, with the kubelet's message, until the runtime's
+// network is up; the pod CIDR the controller manager gives the Node is
+// handed to the runtime once (UpdateRuntimeConfig, comma-joined), and
+// the fast status update posts Ready as soon as the network comes up.
+func TestPodCIDRToRuntimeAndNetworkReadiness(t *testing.T) {
+	ctx := t.Context()
+	client := fake.NewClientset()
+	rt := &fakeRuntime{}
+	clock := time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)
+	r := NewNodeRegistrar(client, NodeOptions{Name: "n1", Report: report, Runtime: rt, Now: func() time.Time { return clock }})
+	if err := r.Register(ctx); err != nil {
+		t.Fatal(err)
+	}
+	ready := readyOf(t, client, "n1")
+	want := "container runtime network not ready: NetworkReady=false reason:NetworkPluginNotReady message:Network plugin returns error: cni plugin not initialized"
+	if ready.Status != v1.ConditionFalse || ready.Reason != "KubeletNotReady" || ready.Message != want {
+		t.Fatalf("Ready before the pod CIDR = %s %s %q, want False KubeletNotReady %q", ready.Status, ready.Reason, ready.Message, want)
+	}
+	if got := rt.handedOver(); len(got) != 0 {
+		t.Fatalf("pod CIDR handed over before the Node had one: %v", got)
+	}
+
+	// kube-controller-manager's node IPAM.
+	n, err := client.CoreV1().Nodes().Get(ctx, "n1", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.Spec.PodCIDR, n.Spec.PodCIDRs = "10.244.1.0/24", []string{"10.244.1.0/24", "fd00:10:244:1::/64"}
+	if _, err := client.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	clock = clock.Add(time.Second)
+	r.fastStatusUpdate(ctx)
+	ready = readyOf(t, client, "n1")
+	if ready.Status != v1.ConditionTrue || !ready.LastTransitionTime.Time.Equal(clock) {
+		t.Fatalf("Ready after the pod CIDR = %s at %v (%q), want True at %v", ready.Status, ready.LastTransitionTime, ready.Message, clock)
+	}
+	if got, want := rt.handedOver(), []string{"10.244.1.0/24,fd00:10:244:1::/64"}; !slices.Equal(got, want) {
+		t.Fatalf("UpdateRuntimeConfig calls %v, want %v", got, want)
+	}
+	// Later status updates do not hand the same CIDR over again.
+	if err := r.UpdateStatus(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := rt.handedOver(); len(got) != 1 {
+		t.Errorf("UpdateRuntimeConfig calls %v after another status update, want one", got)
+	}
+}
+
+// A runtime that stops answering keeps the node Ready for the kubelet's
+// 30 s (a gateway restart must not flap the node), then makes it NotReady.
+func TestRuntimeDownMakesNodeNotReadyAfterThreshold(t *testing.T) {
+	ctx := t.Context()
+	client := fake.NewClientset()
+	rt := &fakeRuntime{podCIDRs: []string{"10.244.0.0/24"}}
+	clock := time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)
+	r := NewNodeRegistrar(client, NodeOptions{Name: "n1", Report: report, Runtime: rt, Now: func() time.Time { return clock }})
+	if err := r.Register(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if c := readyOf(t, client, "n1"); c.Status != v1.ConditionTrue {
+		t.Fatalf("Ready = %s %q, want True", c.Status, c.Message)
+	}
+	rt.setStatusErr(errors.New("connection refused"))
+	clock = clock.Add(runtimeSyncThreshold - time.Second)
+	if err := r.UpdateStatus(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if c := readyOf(t, client, "n1"); c.Status != v1.ConditionTrue {
+		t.Fatalf("Ready %v after the runtime was away %v = %s %q, want True", runtimeSyncThreshold-time.Second, runtimeSyncThreshold-time.Second, c.Status, c.Message)
+	}
+	clock = clock.Add(time.Second)
+	if err := r.UpdateStatus(ctx); err != nil {
+		t.Fatal(err)
+	}
+	c := readyOf(t, client, "n1")
+	if c.Status != v1.ConditionFalse || c.Message != "container runtime is down: connection refused" {
+		t.Fatalf("Ready after %v = %s %q, want False: container runtime is down", runtimeSyncThreshold, c.Status, c.Message)
+	}
+}
+
+// fakeImages lists a fixed set of images.
+type fakeImages []*runtimeapi.Image
+
+func (f fakeImages) ListImages(context.Context, *runtimeapi.ListImagesRequest, ...grpc.CallOption) (*runtimeapi.ListImagesResponse, error) {
+	return &runtimeapi.ListImagesResponse{Images: f}, nil
+}
+
+// status.nodeInfo carries the machine's IDs, the runtime's name and
+// version ("containerd://1.6.20~ds1", the kubelet's VersionInfo setter);
+// status.images the runtime's images largest first, named by digests then
+// tags, at most 5 names and 50 images (the kubelet's Images setter).
+func TestNodeInfoAndImages(t *testing.T) {
+	var imgs fakeImages
+	for i := range 60 {
+		imgs = append(imgs, &runtimeapi.Image{Id: fmt.Sprintf("sha256:%02d", i), Size: uint64(1000 + i),
+			RepoTags: []string{fmt.Sprintf("example.com/img%d:v1", i)}, RepoDigests: []string{fmt.Sprintf("example.com/img%d@sha256:%02d", i, i)}})
+	}
+	imgs[0].RepoTags = []string{"a:1", "a:2", "a:3", "a:4", "a:5"}
+	imgs[0].Size = 1 << 30 // the largest
+	client := fake.NewClientset()
+	r := NewNodeRegistrar(client, NodeOptions{Name: "n1", Report: report, Runtime: &fakeRuntime{podCIDRs: []string{"10.244.0.0/24"}}, Images: imgs,
+		SystemInfo: v1.NodeSystemInfo{MachineID: "m-1", BootID: "b-1", KernelVersion: "6.1.0", OSImage: "Debian GNU/Linux 12 (bookworm)"}})
+	if err := r.Register(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	n, err := client.CoreV1().Nodes().Get(t.Context(), "n1", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	info := n.Status.NodeInfo
+	if info.ContainerRuntimeVersion != "containerd://1.6.20~ds1" || info.MachineID != "m-1" || info.BootID != "b-1" ||
+		info.KernelVersion != "6.1.0" || info.OSImage != "Debian GNU/Linux 12 (bookworm)" || info.OperatingSystem != "linux" {
+		t.Errorf("nodeInfo %+v", info)
+	}
+	got := n.Status.Images
+	if len(got) != 50 {
+		t.Fatalf("%d images, want 50", len(got))
+	}
+	if want := []string{"example.com/img0@sha256:00", "a:1", "a:2", "a:3", "a:4"}; !slices.Equal(got[0].Names, want) || got[0].SizeBytes != 1<<30 {
+		t.Errorf("first image %+v, want the largest named %v", got[0], want)
+	}
+	if got[1].Names[1] != "example.com/img59:v1" || got[49].Names[1] != "example.com/img11:v1" {
+		t.Errorf("images not largest first: second %v, last %v", got[1].Names, got[49].Names)
+	}
+}
+
+// The periodic status sync patches the Node only when its status changed
+// (heartbeats aside) or the report interval passed, as the kubelet's
+// tryUpdateNodeStatus; the Lease is the heartbeat in between.
+func TestStatusPatchedOnlyOnChangeOrReportInterval(t *testing.T) {
+	ctx := t.Context()
+	client := fake.NewClientset()
+	clock := time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)
+	pressure := v1.ConditionFalse
+	var mu sync.Mutex
+	rep := func(context.Context) (NodeReport, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		return NodeReport{Conditions: []v1.NodeCondition{{Type: v1.NodeMemoryPressure, Status: pressure}}}, nil
+	}
+	r := NewNodeRegistrar(client, NodeOptions{Name: "n1", Report: rep, Now: func() time.Time { return clock }})
+	if err := r.Register(ctx); err != nil {
+		t.Fatal(err)
+	}
+	patches := func() int {
+		n := 0
+		for _, a := range client.Actions() {
+			if a.GetVerb() == "patch" && a.GetSubresource() == "status" {
+				n++
+			}
+		}
+		return n
+	}
+	sync := func(after time.Duration) {
+		t.Helper()
+		clock = clock.Add(after)
+		if err := r.syncStatus(ctx, false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The first sync after a start reports (the kubelet's
+	// lastStatusReportTime is zero then).
+	sync(10 * time.Second)
+	base := patches()
+	sync(10 * time.Second)
+	sync(10 * time.Second)
+	if got := patches() - base; got != 0 {
+		t.Fatalf("%d status patches with nothing changed, want none", got)
+	}
+	mu.Lock()
+	pressure = v1.ConditionTrue
+	mu.Unlock()
+	sync(10 * time.Second)
+	if got := patches() - base; got != 1 {
+		t.Fatalf("%d status patches after MemoryPressure turned True, want 1", got)
+	}
+	n, err := client.CoreV1().Nodes().Get(ctx, "n1", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := findNodeCondition(n, v1.NodeMemoryPressure); c == nil || c.Status != v1.ConditionTrue || !c.LastTransitionTime.Time.Equal(clock) {
+		t.Errorf("MemoryPressure %+v, want True since %v", c, clock)
+	}
+	// Unchanged again: nothing until the report interval (5 min, spread by
+	// up to half of it either way) has passed.
+	sync(10 * time.Second)
+	if got := patches() - base; got != 1 {
+		t.Fatalf("%d status patches, want still 1", got)
+	}
+	sync(8 * time.Minute)
+	if got := patches() - base; got != 2 {
+		t.Fatalf("%d status patches 8 min later, want the periodic report (2)", got)
 	}
 }

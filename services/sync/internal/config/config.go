@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -20,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/splitlet/splitlet/internal/criclient"
+	"github.com/splitlet/splitlet/internal/tracing"
 	"github.com/splitlet/splitlet/services/sync/internal/sysctl"
 )
 
@@ -97,6 +99,16 @@ type Config struct {
 	// bound to NodeName this splitlet runs (the DaemonSet deployment); empty
 	// disables the API server source, node registration and status writing.
 	Kubeconfig string
+	// BootstrapKubeconfig authenticates the request for sync's client
+	// certificate when Kubeconfig holds no valid one (the kubelet's
+	// --bootstrap-kubeconfig, TLS bootstrapping); Kubeconfig is then
+	// written, pointing at the certificate in CertDir, which is rotated
+	// before it expires.
+	BootstrapKubeconfig string
+	// CertDir keeps the bootstrapped client certificate
+	// (kubelet-client-current.pem) and the node API's self-signed pair
+	// (the kubelet's --cert-dir); default StateDir/pki.
+	CertDir string
 	// RegisterNode registers NodeName as a Node and keeps its Lease and
 	// status fresh; only meaningful with Kubeconfig.
 	RegisterNode bool
@@ -109,6 +121,8 @@ type Config struct {
 	// Profiling serves Go's pprof handlers under /debug/pprof/ next to
 	// /metrics (the kubelet's enableProfilingHandler).
 	Profiling bool
+	// Tracing is the --tracing-* flags (internal/tracing).
+	Tracing tracing.Config
 	// ClusterDNS are the cluster DNS server IPs given to ClusterFirst pods
 	// (the kubelet's --cluster-dns); empty makes them fall back to the
 	// node's resolv.conf, as in the kubelet.
@@ -131,6 +145,11 @@ type Config struct {
 	// them a self-signed pair is made under StateDir/pki.
 	NodeAPITLSCertFile string
 	NodeAPITLSKeyFile  string
+	// RotateServerCertificates has the node API's serving certificate
+	// issued by the kubernetes.io/kubelet-serving signer through a
+	// CertificateSigningRequest and renewed before it expires (the
+	// kubelet's --rotate-server-certificates); needs Kubeconfig.
+	RotateServerCertificates bool
 	// ClientCAFile verifies client certificates on the node API (the
 	// kubelet's --client-ca-file).
 	ClientCAFile string
@@ -196,6 +215,9 @@ func Parse(args []string, output io.Writer) (Config, error) {
 	fs.DurationVar(&cfg.AdmissionTimeout, "admission-timeout", DefaultAdmissionTimeout, "longest wait for one admission decision")
 	fs.StringVar(&cfg.AdmissionFailurePolicy, "admission-failure-policy", "Fail", "when admission cannot be asked: Fail keeps new pods Pending (reason AdmissionUnavailable) and retries, Ignore admits them")
 	fs.StringVar(&cfg.Kubeconfig, "kubeconfig", "", "kubeconfig of a Kubernetes API server: run the pods bound to --node-name and write their status back; empty disables the API server source")
+	fs.StringVar(&cfg.BootstrapKubeconfig, "bootstrap-kubeconfig", "", "kubeconfig (a bootstrap token) to request sync's client certificate with when --kubeconfig holds no valid one; --kubeconfig is then written, pointing at the certificate in --cert-dir, which is rotated before it expires (the kubelet's TLS bootstrapping)")
+	fs.BoolVar(&cfg.RotateServerCertificates, "rotate-server-certificates", false, "request the node API's serving certificate from the kubernetes.io/kubelet-serving signer (a CertificateSigningRequest someone must approve) and renew it before it expires, as the kubelet's flag; needs --kubeconfig and --node-api-addr, and no --node-api-tls-cert-file")
+	fs.StringVar(&cfg.CertDir, "cert-dir", "", "directory of the bootstrapped client certificate and the node API's self-signed pair; empty: <state-dir>/pki")
 	fs.BoolVar(&cfg.Profiling, "profiling", false, "serve Go's pprof profiles under /debug/pprof/ wherever /metrics is served")
 	fs.StringVar(&clusterDNS, "cluster-dns", "", "comma-separated IPs of the cluster DNS servers for pods with dnsPolicy ClusterFirst (the kubelet's --cluster-dns); empty: such pods use the node's resolv.conf")
 	fs.StringVar(&cfg.ClusterDomain, "cluster-domain", "", "the cluster's DNS domain, e.g. cluster.local, searched by ClusterFirst pods (the kubelet's --cluster-domain)")
@@ -208,6 +230,7 @@ func Parse(args []string, output io.Writer) (Config, error) {
 	fs.BoolVar(&cfg.AnonymousAuth, "anonymous-auth", false, "let node API requests without credentials through as system:anonymous, to be authorized by SubjectAccessReview (needs --kubeconfig)")
 	registerNode := fs.String("register-node", "", "register --node-name as a Node with a Lease in kube-node-lease (true or false; default true when --kubeconfig is set)")
 	nodeLabels := fs.String("node-labels", "", "comma-separated key=value labels added to the registered Node")
+	cfg.Tracing.AddFlags(fs)
 	taints := fs.String("register-with-taints", DefaultRegisterWithTaints, "comma-separated <key>=<value>:<effect> taints of the registered Node (the kubelet's flag); empty registers none, so that any pod may be scheduled here")
 	if err := fs.Parse(args); err != nil {
 		return Config{}, err
@@ -234,6 +257,12 @@ func Parse(args []string, output io.Writer) (Config, error) {
 		if _, err := sysctl.NewAllowlist(cfg.AllowedUnsafeSysctls); err != nil {
 			return Config{}, fmt.Errorf("--allowed-unsafe-sysctls: %w", err)
 		}
+	}
+	if cfg.CertDir == "" {
+		cfg.CertDir = filepath.Join(cfg.StateDir, "pki")
+	}
+	if cfg.BootstrapKubeconfig != "" && cfg.Kubeconfig == "" {
+		return Config{}, fmt.Errorf("--bootstrap-kubeconfig needs --kubeconfig: the path the kubeconfig of the issued certificate is written to")
 	}
 	cfg.RegisterNode = cfg.Kubeconfig != ""
 	if *registerNode != "" {
@@ -282,6 +311,9 @@ func Parse(args []string, output io.Writer) (Config, error) {
 		// access: only client certificates remain, and they must have a CA.
 		if cfg.Kubeconfig == "" && cfg.ClientCAFile == "" {
 			return Config{}, fmt.Errorf("--node-api-addr needs --kubeconfig (bearer tokens through TokenReview, access through SubjectAccessReview) or --client-ca-file (client certificates only; every verified client may do everything)")
+		}
+		if cfg.RotateServerCertificates && (cfg.Kubeconfig == "" || cfg.NodeAPITLSCertFile != "") {
+			return Config{}, fmt.Errorf("--rotate-server-certificates needs --kubeconfig (the signer is the API server's) and no --node-api-tls-cert-file")
 		}
 		if cfg.Kubeconfig == "" && cfg.AnonymousAuth {
 			return Config{}, fmt.Errorf("--anonymous-auth needs --kubeconfig: without SubjectAccessReview every anonymous request would be allowed")

@@ -5,13 +5,13 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"path/filepath"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/splitlet/splitlet/internal/logctx"
+	"github.com/splitlet/splitlet/services/sync/internal/apiserver"
 	"github.com/splitlet/splitlet/services/sync/internal/config"
 	"github.com/splitlet/splitlet/services/sync/internal/nodeapi"
 )
@@ -34,8 +34,9 @@ func (n *nodeAPI) port() int32 {
 // newNodeAPI builds the node API and binds its listener: TLS from the
 // configured certificate or a self-signed one under <state-dir>/pki,
 // authentication and authorization from the API server (kubeClient) and
-// the client CA; stats from summary.
-func newNodeAPI(ctx context.Context, cfg config.Config, kubeClient kubernetes.Interface, pods nodeapi.PodLister, rt nodeapi.Runtime, summary nodeapi.SummaryProvider, reg prometheus.Gatherer) (*nodeAPI, error) {
+// the client CA; stats from summary; /metrics from reg and
+// /metrics/probes from probeReg.
+func newNodeAPI(ctx context.Context, cfg config.Config, kubeClient kubernetes.Interface, pods nodeapi.PodLister, rt nodeapi.Runtime, summary nodeapi.SummaryProvider, reg, probeReg prometheus.Gatherer) (*nodeAPI, error) {
 	authOpts := nodeapi.AuthOptions{ClientCAFile: cfg.ClientCAFile, Anonymous: cfg.AnonymousAuth}
 	if kubeClient != nil {
 		authOpts.Client = kubeClient
@@ -50,15 +51,23 @@ func newNodeAPI(ctx context.Context, cfg config.Config, kubeClient kubernetes.In
 			ips = append(ips, ip)
 		}
 	}
-	tlsConfig, err := nodeapi.TLSConfig(nodeapi.TLSOptions{
+	tlsOpts := nodeapi.TLSOptions{
 		CertFile: cfg.NodeAPITLSCertFile, KeyFile: cfg.NodeAPITLSKeyFile,
-		CertDir: filepath.Join(cfg.StateDir, "pki"), Host: cfg.NodeName, IPs: ips,
+		CertDir: cfg.CertDir, Host: cfg.NodeName, IPs: ips,
 		RequestClientCert: cfg.ClientCAFile != "",
-	})
+	}
+	if cfg.RotateServerCertificates {
+		m, err := apiserver.NewServingCertManager(ctx, kubeClient, cfg.NodeName, apiserver.NodeAddresses(cfg.NodeIPs, hostname()), cfg.CertDir)
+		if err != nil {
+			return nil, fmt.Errorf("node API: %w", err)
+		}
+		tlsOpts.Current = m.Current
+	}
+	tlsConfig, err := nodeapi.TLSConfig(tlsOpts)
 	if err != nil {
 		return nil, fmt.Errorf("node API: %w", err)
 	}
-	h := nodeapi.New(nodeapi.Options{NodeName: cfg.NodeName, Pods: pods, Runtime: rt, Stats: summary, Metrics: reg, Auth: auth})
+	h := nodeapi.New(nodeapi.Options{NodeName: cfg.NodeName, Pods: pods, Runtime: rt, Stats: summary, Metrics: reg, ProbeMetrics: probeReg, Auth: auth})
 	log := logctx.From(ctx).With(zap.String("server", "node-api"))
 	srv := nodeapi.NewHTTPServer(cfg.NodeAPIAddr, withLogger(log, h), tlsConfig)
 	srv.ErrorLog = zap.NewStdLog(log)

@@ -27,6 +27,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"go.uber.org/zap"
+	"golang.org/x/sys/unix"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 	v1 "k8s.io/api/core/v1"
@@ -37,7 +38,7 @@ import (
 
 	"github.com/splitlet/splitlet/internal/criclient"
 	"github.com/splitlet/splitlet/internal/logctx"
-	"github.com/splitlet/splitlet/proto/splitlet/pod/v1/podv1connect"
+	"github.com/splitlet/splitlet/internal/tracing"
 	"github.com/splitlet/splitlet/services/sync/internal/admission"
 	"github.com/splitlet/splitlet/services/sync/internal/apiserver"
 	"github.com/splitlet/splitlet/services/sync/internal/backoff"
@@ -64,9 +65,11 @@ const shutdownTimeout = 5 * time.Second
 func Run(ctx context.Context, cfg config.Config) error {
 	log := logctx.From(ctx)
 
-	conn, err := grpc.NewClient(cfg.RuntimeEndpoint, grpc.WithTransportCredentials(insecure.NewCredentials()),
+	// With tracing on, each CRI call is a span of the pod sync that made
+	// it and carries its trace context to the gateway.
+	conn, err := grpc.NewClient(cfg.RuntimeEndpoint, append([]grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials()),
 		grpc.WithConnectParams(criclient.ConnectParams),
-		grpc.WithChainUnaryInterceptor(criclient.Timeouts(cfg.RuntimeRequestTimeout)))
+		grpc.WithChainUnaryInterceptor(criclient.Timeouts(cfg.RuntimeRequestTimeout))}, tracing.GRPCDialOptions()...)...)
 	if err != nil {
 		return fmt.Errorf("runtime endpoint %s: %w", cfg.RuntimeEndpoint, err)
 	}
@@ -95,7 +98,9 @@ func Run(ctx context.Context, cfg config.Config) error {
 	envOptions := kuberuntime.EnvOptions{HostIPs: cfg.NodeIPs, NodeAllocatable: nodeAllocatable(nodeReport(cfg.AdmissionEndpoint), allocatableTTL)}
 	var objects *apiserver.Objects
 	if cfg.Kubeconfig != "" {
-		if kubeClient, err = apiserver.NewClient(cfg.Kubeconfig); err != nil {
+		kubeClient, err = apiserver.NewNodeClient(ctx, apiserver.ClientOptions{Kubeconfig: cfg.Kubeconfig,
+			BootstrapKubeconfig: cfg.BootstrapKubeconfig, CertDir: cfg.CertDir, NodeName: cfg.NodeName})
+		if err != nil {
 			return err
 		}
 		sources = append(sources, apiserver.SourceName)
@@ -153,14 +158,19 @@ func Run(ctx context.Context, cfg config.Config) error {
 	}
 	apiSource.SetAPIObjects(kubeClient != nil)
 
-	probes := prober.NewManager(ctx, prober.Options{Execer: runtimeManager, Status: pods, Recorder: recorder})
+	// The prober's counters have their own registry, served by the node
+	// API on /metrics/probes as the kubelet's.
+	probeReg := prometheus.NewRegistry()
+	probes := prober.NewManager(ctx, prober.Options{Execer: runtimeManager, Status: pods, Recorder: recorder,
+		Metrics: prober.NewMetrics(probeReg)})
 
 	// Without an admission endpoint every pod is admitted (AlwaysAdmit) and
 	// nothing is evicted.
 	var admitter syncloop.Admitter = syncloop.AlwaysAdmit{}
 	var admissionClient *admission.Client
 	if cfg.AdmissionEndpoint != "" {
-		admissionClient = admission.New(cfg.AdmissionEndpoint, admission.Options{Timeout: cfg.AdmissionTimeout})
+		admissionClient = admission.New(cfg.AdmissionEndpoint, admission.Options{Timeout: cfg.AdmissionTimeout,
+			ClientOptions: tracing.ConnectClientOptions()})
 		admitter = admissionClient
 	}
 	failurePolicy, err := syncloop.ParseFailurePolicy(cfg.AdmissionFailurePolicy)
@@ -226,7 +236,7 @@ func Run(ctx context.Context, cfg config.Config) error {
 			RootDir: cfg.StateDir, PodLogsRoot: cfg.PodLogsRoot, PodsDir: podsDir,
 			PodCgroupRoot: "/kubepods", // kuberuntime.CgroupfsPodCgroupParent's root
 		})
-		if api, err = newNodeAPI(ctx, cfg, kubeClient, pods, rt, summary, reg); err != nil {
+		if api, err = newNodeAPI(ctx, cfg, kubeClient, pods, rt, summary, reg, probeReg); err != nil {
 			return err
 		}
 		defer api.ln.Close()
@@ -247,12 +257,14 @@ func Run(ctx context.Context, cfg config.Config) error {
 		go apiserver.NewEventSink(kubeClient, pods).Run(ctx, recorder)
 		if cfg.RegisterNode {
 			opts := apiserver.NodeOptions{
-				Name:           cfg.NodeName,
-				Labels:         cfg.NodeLabels,
-				Taints:         cfg.RegisterWithTaints,
-				Report:         nodeReport(cfg.AdmissionEndpoint),
-				StatusInterval: 20 * time.Second,
-				Addresses:      apiserver.NodeAddresses(cfg.NodeIPs, hostname()),
+				Name:       cfg.NodeName,
+				Labels:     cfg.NodeLabels,
+				Taints:     cfg.RegisterWithTaints,
+				Report:     nodeReport(cfg.AdmissionEndpoint),
+				Addresses:  apiserver.NodeAddresses(cfg.NodeIPs, hostname()),
+				Runtime:    rt,
+				Images:     images,
+				SystemInfo: systemInfo(),
 			}
 			if api != nil {
 				// The API server's proxy (kubectl logs) dials
@@ -267,7 +279,7 @@ func Run(ctx context.Context, cfg config.Config) error {
 	}
 
 	mux := http.NewServeMux()
-	path, handler := podv1connect.NewPodServiceHandler(server.New(apiSource, pods, recorder, rt),
+	path, handler := server.NewHandler(server.New(apiSource, pods, recorder, rt),
 		connect.WithInterceptors(logInterceptor(log)),
 		// Clients are on the node (loopback by default): gzip would spend
 		// CPU on every Watch event to save nothing; big Lists still shrink.
@@ -379,6 +391,39 @@ func hostname() string {
 		return ""
 	}
 	return strings.ToLower(h)
+}
+
+// systemInfo is the machine's part of the Node's status.nodeInfo, read as
+// the kubelet's cadvisor reads it (MachineInfo, VersionInfo): the kernel
+// release, /etc/os-release's PRETTY_NAME ("Linux" without one), the machine
+// ID, the DMI product UUID and the boot ID. What cannot be read stays empty.
+func systemInfo() v1.NodeSystemInfo {
+	firstLine := func(paths ...string) string {
+		for _, p := range paths {
+			if b, err := os.ReadFile(p); err == nil {
+				return strings.TrimSpace(string(b))
+			}
+		}
+		return ""
+	}
+	info := v1.NodeSystemInfo{
+		MachineID:  firstLine("/etc/machine-id", "/var/lib/dbus/machine-id"),
+		SystemUUID: firstLine("/sys/class/dmi/id/product_uuid"),
+		BootID:     firstLine("/proc/sys/kernel/random/boot_id"),
+		OSImage:    "Linux",
+	}
+	var u unix.Utsname
+	if unix.Uname(&u) == nil {
+		info.KernelVersion = unix.ByteSliceToString(u.Release[:])
+	}
+	if b, err := os.ReadFile("/etc/os-release"); err == nil {
+		for _, line := range strings.Split(string(b), "\n") {
+			if v, ok := strings.CutPrefix(line, "PRETTY_NAME="); ok {
+				info.OSImage = strings.Trim(v, `"'`)
+			}
+		}
+	}
+	return info
 }
 
 // machineMemory reads MemTotal from /proc/meminfo in bytes; 0 when unknown.

@@ -372,7 +372,9 @@ func (m *Manager) KillPod(ctx context.Context, pod *v1.Pod, uid types.UID, grace
 // killPodWithStatus is KillPod acting on a status the caller read: SyncPod
 // passes the one it computed its actions from, as the kubelet's SyncPod hands
 // its podStatus to killPodWithSyncResult, which saves a read.
-func (m *Manager) killPodWithStatus(ctx context.Context, pod *v1.Pod, ps *container.PodStatus, gracePeriodOverride *int64) error {
+func (m *Manager) killPodWithStatus(ctx context.Context, pod *v1.Pod, ps *container.PodStatus, gracePeriodOverride *int64) (retErr error) {
+	ctx, span := startStep(ctx, "killPod")
+	defer func() { endStep(span, retErr) }()
 	log := loggerFrom(ctx)
 	var wg sync.WaitGroup
 	errs := make(chan error, len(ps.ContainerStatuses))

@@ -12,11 +12,13 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
 	"go.uber.org/zap"
 	v1 "k8s.io/api/core/v1"
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/splitlet/splitlet/internal/tracing"
 	"github.com/splitlet/splitlet/services/sync/internal/backoff"
 	"github.com/splitlet/splitlet/services/sync/internal/container"
 	"github.com/splitlet/splitlet/services/sync/internal/events"
@@ -82,7 +84,9 @@ func (m *Manager) SyncPodWithResult(ctx context.Context, pod *v1.Pod, podStatus 
 	log := loggerFrom(ctx)
 	waitingBefore := m.waitingOf(pod.UID)
 	defer func() { res.WaitingChanged = !maps.Equal(waitingBefore, m.waitingOf(pod.UID)) }()
+	_, span := startStep(ctx, "computePodActions")
 	actions := computePodActions(ctx, pod, podStatus, probes)
+	span.End()
 	log.Debug("computed pod actions", zap.Stringer("actions", actions))
 
 	if actions.KillPod {
@@ -220,7 +224,9 @@ func hasRunning(ps *container.PodStatus) bool {
 
 // createPodSandbox creates the pod's log directory and runs its sandbox,
 // marked with ManagedByAnnotation. Matches the kubelet's createPodSandbox.
-func (m *Manager) createPodSandbox(ctx context.Context, pod *v1.Pod, attempt uint32) (string, error) {
+func (m *Manager) createPodSandbox(ctx context.Context, pod *v1.Pod, attempt uint32) (_ string, retErr error) {
+	ctx, span := startStep(ctx, "createPodSandbox")
+	defer func() { endStep(span, retErr) }()
 	cfg, err := generatePodSandboxConfig(ctx, pod, attempt, m.opts.Sandbox)
 	if err != nil {
 		return "", err
@@ -265,6 +271,8 @@ func (m *Manager) purgeInitContainers(ctx context.Context, pod *v1.Pod, podStatu
 // CreateContainer was called, successfully or not: from then on the pod's
 // runtime state may have changed.
 func (m *Manager) startContainer(ctx context.Context, pod *v1.Pod, podStatus *container.PodStatus, sandboxID string, sbConfig *runtimeapi.PodSandboxConfig, spec *v1.Container, podIPs []string) (id string, created bool, retErr error) {
+	ctx, span := startStep(ctx, "startContainer", tracing.ContainerAttribute(spec.Name))
+	defer func() { endStep(span, retErr) }()
 	// Known before anything is created, so that the started container's ID
 	// can be built below.
 	runtimeName, err := m.RuntimeName(ctx)
@@ -285,15 +293,18 @@ func (m *Manager) startContainer(ctx context.Context, pod *v1.Pod, podStatus *co
 		restartCount = restartCountFromLogDir(filepath.Join(sbConfig.GetLogDirectory(), spec.Name))
 	}
 
-	cfg, err := m.containerConfig(ctx, pod, spec, restartCount, imageRef, image, podIPs, podStatus)
+	createCtx, createSpan := startStep(ctx, "createContainer")
+	cfg, err := m.containerConfig(createCtx, pod, spec, restartCount, imageRef, image, podIPs, podStatus)
 	if err != nil {
+		endStep(createSpan, err)
 		m.setWaiting(pod.UID, spec.Name, &WaitingReason{Reason: ReasonCreateContainerConfigError, Message: err.Error()})
 		m.opts.Recorder.EventfContainer(pod, spec.Name, v1.EventTypeWarning, events.FailedToCreateContainer, "Error: %v", err)
 		return "", false, fmt.Errorf("%s: %w", ReasonCreateContainerConfigError, err)
 	}
-	resp, err := m.runtime.CreateContainer(ctx, &runtimeapi.CreateContainerRequest{
+	resp, err := m.runtime.CreateContainer(createCtx, &runtimeapi.CreateContainerRequest{
 		PodSandboxId: sandboxID, Config: cfg, SandboxConfig: sbConfig,
 	})
+	endStep(createSpan, err)
 	if err != nil {
 		m.setWaiting(pod.UID, spec.Name, &WaitingReason{Reason: ReasonCreateContainerError, Message: err.Error()})
 		m.opts.Recorder.EventfContainer(pod, spec.Name, v1.EventTypeWarning, events.FailedToCreateContainer, "Error: %v", err)
@@ -307,7 +318,7 @@ func (m *Manager) startContainer(ctx context.Context, pod *v1.Pod, podStatus *co
 	}
 	m.opts.Recorder.EventfContainer(pod, spec.Name, v1.EventTypeNormal, events.StartedContainer, "Started container %s", spec.Name)
 	cid := container.BuildContainerID(runtimeName, resp.GetContainerId())
-	if msg, err := m.hooks.PostStart(ctx, cid, pod, spec); err != nil {
+	if msg, err := m.postStartHook(ctx, cid, pod, spec); err != nil {
 		// The kubelet kills a container whose postStart hook failed; the
 		// restart policy decides what comes next.
 		m.setWaiting(pod.UID, spec.Name, &WaitingReason{Reason: lifecycle.ErrPostStartHook.Error(), Message: msg})
@@ -319,6 +330,18 @@ func (m *Manager) startContainer(ctx context.Context, pod *v1.Pod, podStatus *co
 	loggerFrom(ctx).Info("started container", zap.String("container", spec.Name),
 		zap.String("containerID", resp.GetContainerId()), zap.Int("restartCount", restartCount))
 	return resp.GetContainerId(), true, nil
+}
+
+// postStartHook runs the container's postStart hook (lifecycle.Hooks),
+// in a span of its own when there is one.
+func (m *Manager) postStartHook(ctx context.Context, cid container.ContainerID, pod *v1.Pod, spec *v1.Container) (string, error) {
+	if spec.Lifecycle == nil || spec.Lifecycle.PostStart == nil {
+		return m.hooks.PostStart(ctx, cid, pod, spec)
+	}
+	ctx, span := startStep(ctx, "postStartHook")
+	msg, err := m.hooks.PostStart(ctx, cid, pod, spec)
+	endStep(span, err)
+	return msg, err
 }
 
 // ensureImageExists applies the container's pull policy and the image-pull
@@ -384,7 +407,9 @@ func (m *Manager) ensureImageExists(ctx context.Context, pod *v1.Pod, spec *v1.C
 // Without credentials it pulls anonymously; otherwise it tries each in
 // turn and returns at the first success, or every failure (the kubelet's
 // kubeGenericRuntimeManager.PullImage).
-func (m *Manager) pullImage(ctx context.Context, image *runtimeapi.ImageSpec, sbConfig *runtimeapi.PodSandboxConfig, credentials func() ([]pullcreds.Credential, error)) (string, error) {
+func (m *Manager) pullImage(ctx context.Context, image *runtimeapi.ImageSpec, sbConfig *runtimeapi.PodSandboxConfig, credentials func() ([]pullcreds.Credential, error)) (_ string, retErr error) {
+	ctx, span := startStep(ctx, "pullImage", attribute.String("container.image.name", image.Image))
+	defer func() { endStep(span, retErr) }()
 	creds, err := credentials()
 	if err != nil {
 		return "", err

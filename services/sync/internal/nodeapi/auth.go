@@ -137,6 +137,7 @@ const (
 	// metricsPath, authorized as them.
 	statsSummaryPath    = "/stats/summary"
 	resourceMetricsPath = "/metrics/resource"
+	proberMetricsPath   = "/metrics/probes"
 	metricsPath         = "/metrics"
 	logsPath            = "/logs/"
 	checkpointPath      = "/checkpoint/"

@@ -35,6 +35,7 @@ type Runtime interface {
 	ListPodSandbox(ctx context.Context, in *runtimeapi.ListPodSandboxRequest, opts ...grpc.CallOption) (*runtimeapi.ListPodSandboxResponse, error)
 	ListContainers(ctx context.Context, in *runtimeapi.ListContainersRequest, opts ...grpc.CallOption) (*runtimeapi.ListContainersResponse, error)
 	ContainerStatus(ctx context.Context, in *runtimeapi.ContainerStatusRequest, opts ...grpc.CallOption) (*runtimeapi.ContainerStatusResponse, error)
+	ExecSync(ctx context.Context, in *runtimeapi.ExecSyncRequest, opts ...grpc.CallOption) (*runtimeapi.ExecSyncResponse, error)
 	Exec(ctx context.Context, in *runtimeapi.ExecRequest, opts ...grpc.CallOption) (*runtimeapi.ExecResponse, error)
 	Attach(ctx context.Context, in *runtimeapi.AttachRequest, opts ...grpc.CallOption) (*runtimeapi.AttachResponse, error)
 	PortForward(ctx context.Context, in *runtimeapi.PortForwardRequest, opts ...grpc.CallOption) (*runtimeapi.PortForwardResponse, error)
@@ -50,6 +51,9 @@ type Options struct {
 	Runtime  Runtime
 	// Metrics is served on /metrics.
 	Metrics prometheus.Gatherer
+	// ProbeMetrics is served on /metrics/probes (the prober's counters,
+	// prober.NewMetrics); nil serves none.
+	ProbeMetrics prometheus.Gatherer
 	// Stats serves /stats/summary and /metrics/resource; nil serves
 	// neither.
 	Stats SummaryProvider
@@ -94,7 +98,12 @@ func New(opts Options) *Server {
 		mux.HandleFunc(method+" /portForward/{podNamespace}/{podID}", s.getPortForward)
 		mux.HandleFunc(method+" /portForward/{podNamespace}/{podID}/{uid}", s.getPortForward)
 	}
+	mux.HandleFunc("POST /run/{podNamespace}/{podID}/{containerName}", s.getRun)
+	mux.HandleFunc("POST /run/{podNamespace}/{podID}/{uid}/{containerName}", s.getRun)
 	mux.Handle("GET "+metricsPath, promhttp.HandlerFor(opts.Metrics, promhttp.HandlerOpts{}))
+	if opts.ProbeMetrics != nil {
+		mux.Handle("GET "+proberMetricsPath, promhttp.HandlerFor(opts.ProbeMetrics, promhttp.HandlerOpts{}))
+	}
 	if opts.Stats != nil {
 		mux.HandleFunc("GET "+statsSummaryPath, s.getStatsSummary)
 		mux.HandleFunc("POST "+statsSummaryPath, s.getStatsSummary)

@@ -24,6 +24,11 @@ type TLSOptions struct {
 	// and its addresses.
 	Host string
 	IPs  []net.IP
+	// Current, when set, is the certificate to serve with, read at each
+	// handshake (a rotating manager's; --rotate-server-certificates); a
+	// nil answer fails the handshake. CertFile, KeyFile and CertDir are
+	// then unused.
+	Current func() *tls.Certificate
 	// RequestClientCert asks clients for a certificate in the handshake,
 	// which the authenticator then verifies against the client CA (set it
 	// when there is one, as the kubelet does).
@@ -35,6 +40,23 @@ type TLSOptions struct {
 // reused after (a restart keeps the certificate clients may have pinned).
 // Matches the kubelet's InitializeTLS without --rotate-server-certificates.
 func TLSConfig(opts TLSOptions) (*tls.Config, error) {
+	cfg := &tls.Config{
+		MinVersion: tls.VersionTLS12,
+		NextProtos: []string{"h2", "http/1.1"},
+	}
+	if opts.RequestClientCert {
+		cfg.ClientAuth = tls.RequestClientCert
+	}
+	if opts.Current != nil {
+		// The kubelet's InitializeTLS with a server certificate manager.
+		cfg.GetCertificate = func(*tls.ClientHelloInfo) (*tls.Certificate, error) {
+			if c := opts.Current(); c != nil {
+				return c, nil
+			}
+			return nil, errors.New("no serving certificate available for the node API")
+		}
+		return cfg, nil
+	}
 	certFile, keyFile := opts.CertFile, opts.KeyFile
 	if (certFile == "") != (keyFile == "") {
 		return nil, errors.New("--node-api-tls-cert-file and --node-api-tls-private-key-file go together")
@@ -49,14 +71,7 @@ func TLSConfig(opts TLSOptions) (*tls.Config, error) {
 	if err != nil {
 		return nil, fmt.Errorf("node API serving certificate: %w", err)
 	}
-	cfg := &tls.Config{
-		MinVersion:   tls.VersionTLS12,
-		Certificates: []tls.Certificate{cert},
-		NextProtos:   []string{"h2", "http/1.1"},
-	}
-	if opts.RequestClientCert {
-		cfg.ClientAuth = tls.RequestClientCert
-	}
+	cfg.Certificates = []tls.Certificate{cert}
 	return cfg, nil
 }
 

@@ -37,6 +37,9 @@ type Options struct {
 	// HTTPTransport carries httpGet probes; nil is the kubelet's probe
 	// transport (no keep-alives, no proxy, TLS unverified).
 	HTTPTransport http.RoundTripper
+	// Metrics counts the probes (the node API's /metrics/probes); nil
+	// counts nothing.
+	Metrics *Metrics
 }
 
 // Manager runs the probes of the pods it is given and holds their results.
@@ -49,6 +52,7 @@ type Manager struct {
 	status    StatusProvider
 	prober    *prober
 	timeUnit  time.Duration
+	metrics   *Metrics
 	liveness  *ResultsManager
 	readiness *ResultsManager
 	startup   *ResultsManager
@@ -78,6 +82,7 @@ func NewManager(ctx context.Context, opts Options) *Manager {
 		status:    opts.Status,
 		prober:    &prober{execer: opts.Execer, recorder: opts.Recorder, transport: transport, timeUnit: unit},
 		timeUnit:  unit,
+		metrics:   opts.Metrics,
 		liveness:  NewResultsManager(),
 		readiness: NewResultsManager(),
 		startup:   NewResultsManager(),

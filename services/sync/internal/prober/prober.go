@@ -6,10 +6,14 @@ import (
 	"net/http"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/splitlet/splitlet/internal/logctx"
+	"github.com/splitlet/splitlet/internal/tracing"
 	"github.com/splitlet/splitlet/services/sync/internal/container"
 	"github.com/splitlet/splitlet/services/sync/internal/kuberuntime"
 	"github.com/splitlet/splitlet/services/sync/internal/prober/probe"
@@ -41,6 +45,9 @@ type prober struct {
 	timeUnit  time.Duration
 }
 
+// tracer starts the probe spans (no-ops without tracing).
+var tracer = tracing.Tracer("github.com/splitlet/splitlet/services/sync/prober")
+
 // probe runs the container's probe of type pt and records an event for
 // anything but a plain success. Matches the kubelet's prober.probe: a
 // warning counts as success; an error (the probe could not be run) yields
@@ -52,8 +59,17 @@ func (pb *prober) probe(ctx context.Context, pt probeType, pod *v1.Pod, status v
 	}
 	log := logctx.From(ctx).WithLazy(zap.String("probeType", pt.String()), zap.String("pod", pod.Namespace+"/"+pod.Name), zap.String("container", c.Name))
 
+	// Each probe is a short trace of its own (an exec probe's ExecSync
+	// goes to the gateway in it).
+	ctx, span := tracer.Start(ctx, "probe", trace.WithNewRoot(), tracing.PodAttributes(pod.Namespace, pod.Name, string(pod.UID)),
+		trace.WithAttributes(tracing.ContainerAttribute(c.Name), attribute.String("splitlet.probe.type", pt.String())))
+	defer span.End()
 	res, output, err := pb.runProbeWithRetries(ctx, spec, pod, status, c, id, maxProbeRetries)
+	if span.IsRecording() {
+		span.SetAttributes(attribute.String("splitlet.probe.result", string(res)))
+	}
 	if err != nil {
+		span.SetStatus(codes.Error, err.Error())
 		log.Debug("probe errored", zap.String("result", string(res)), zap.Error(err))
 		pb.event(pod, c, ReasonUnhealthy, "%s probe errored and resulted in %s state: %s", pt, res, err)
 		return kuberuntime.ProbeFailure, err

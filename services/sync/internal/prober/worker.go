@@ -98,6 +98,7 @@ func (w *worker) run() {
 		if !w.containerID.IsEmpty() {
 			w.results.Remove(w.containerID)
 		}
+		w.m.metrics.forget(w)
 		w.m.removeWorker(w)
 	}()
 
@@ -143,6 +144,7 @@ func (w *worker) stop() {
 // worker should keep going. It follows the kubelet's worker.doProbe step
 // by step.
 func (w *worker) doProbe() (keepGoing bool) {
+	start := time.Now()
 	log := logctx.From(w.m.ctx).With(zap.String("probeType", w.probeType.String()),
 		zap.String("pod", w.pod.Namespace+"/"+w.pod.Name), zap.String("container", w.container.Name))
 	defer func() {
@@ -233,6 +235,7 @@ func (w *worker) doProbe() (keepGoing bool) {
 		// The probe could not run; its outcome says nothing.
 		return true
 	}
+	w.m.metrics.observe(w, result, start)
 
 	if w.lastResult == result {
 		w.resultRun++

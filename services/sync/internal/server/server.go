@@ -11,6 +11,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
+
+	"connectrpc.com/connect"
 
 	"github.com/splitlet/splitlet/internal/connecterr"
 
@@ -64,6 +67,18 @@ func New(src PodSource, pods PodLister, evs EventLister, rt runtimeapi.RuntimeSe
 // toConnectError is the one place errors become Connect codes: the shared
 // conversion every splitlet service uses (internal/connecterr).
 func toConnectError(err error) error { return connecterr.From(err) }
+
+// MaxRequestBytes bounds one request's message, after decompression: the
+// API server's limit on an object (3 MiB, etcd's request size), so one
+// Apply cannot grow sync by the size of whatever it is sent. Larger
+// requests are refused with ResourceExhausted naming both sizes.
+const MaxRequestBytes = 3 << 20
+
+// NewHandler is the PodService's HTTP handler for s, with its path, with
+// MaxRequestBytes and opts applied.
+func NewHandler(s *Server, opts ...connect.HandlerOption) (string, http.Handler) {
+	return podv1connect.NewPodServiceHandler(s, append([]connect.HandlerOption{connect.WithReadMaxBytes(MaxRequestBytes)}, opts...)...)
+}
 
 // podToStruct renders a pod as the Struct of its core/v1 JSON, so every
 // field survives and JSON clients see exactly the Kubernetes object.

@@ -61,7 +61,7 @@ func runningPod(tb testing.TB, name string) *v1.Pod {
 func watchClient(t *testing.T, pods PodLister) podv1connect.PodServiceClient {
 	t.Helper()
 	mux := http.NewServeMux()
-	mux.Handle(podv1connect.NewPodServiceHandler(New(nil, pods, nil, nil)))
+	mux.Handle(NewHandler(New(nil, pods, nil, nil)))
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
 	return podv1connect.NewPodServiceClient(srv.Client(), srv.URL)

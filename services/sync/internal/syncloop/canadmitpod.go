@@ -39,6 +39,8 @@ const maxPreemptionRounds = 3
 // in the kubelet, and a preemption holds up the loop until the victims have
 // stopped, as the kubelet's does.
 func (k *Kubelet) canAdmitPod(ctx context.Context, pod *v1.Pod) admitOutcome {
+	ctx, span := tracer.Start(k.startContext(ctx, pod), "canAdmitPod")
+	defer span.End()
 	res, err := k.opts.Admitter.Admit(ctx, pod, k.activePods(pod, nil))
 	return k.admitWith(ctx, pod, res, err)
 }
@@ -109,10 +111,12 @@ func (k *Kubelet) admitPods(ctx context.Context, pods []*v1.Pod) {
 			pods = pods[1:]
 			continue
 		}
-		results, err := batch.AdmitPods(ctx, pods, k.activePods(nil, nil))
+		bctx, span := k.admitPodsSpan(ctx, pods)
+		results, err := batch.AdmitPods(bctx, pods, k.activePods(nil, nil))
+		span.End()
 		if err != nil {
 			for _, pod := range pods {
-				if k.admitWith(ctx, pod, AdmitResult{}, err) == admitted {
+				if k.admitWith(k.startContext(ctx, pod), pod, AdmitResult{}, err) == admitted {
 					k.startPod(pod)
 				}
 			}
@@ -128,7 +132,7 @@ func (k *Kubelet) admitPods(ctx context.Context, pods []*v1.Pod) {
 		for _, res := range results[:min(len(results), len(pods))] {
 			pod := pods[decided]
 			decided++
-			if k.admitWith(ctx, pod, res, nil) == admitted {
+			if k.admitWith(k.startContext(ctx, pod), pod, res, nil) == admitted {
 				k.startPod(pod)
 			}
 			if len(res.Victims) > 0 {
@@ -368,6 +372,7 @@ func (k *Kubelet) retryPendingAdmissions(ctx context.Context) {
 			pods = append(pods, p)
 		} else {
 			delete(k.pendingAdmission, uid)
+			k.endStartSpanLocked(uid, "removed before admission")
 		}
 	}
 	k.mu.Unlock()

@@ -56,7 +56,7 @@ func (k *Kubelet) startPod(pod *v1.Pod) {
 	if k.opts.Prober != nil && pod.DeletionTimestamp == nil {
 		k.opts.Prober.AddPod(pod)
 	}
-	k.workers.UpdatePod(worker.UpdatePodOptions{UpdateType: worker.SyncPodCreate, Pod: pod})
+	k.workers.UpdatePod(worker.UpdatePodOptions{UpdateType: worker.SyncPodCreate, Pod: pod, StartSpan: k.takeStartSpan(pod.UID)})
 }
 
 // rejectPod fails a pod admission refused, as the kubelet's rejectPod: a
@@ -65,6 +65,7 @@ func (k *Kubelet) startPod(pod *v1.Pod) {
 func (k *Kubelet) rejectPod(ctx context.Context, pod *v1.Pod, reason, message string) {
 	logctx.From(ctx).Info("pod rejected by admission", zap.String("pod", pod.Namespace+"/"+pod.Name),
 		zap.String("reason", reason), zap.String("message", message))
+	k.endStartSpan(pod.UID, "rejected: "+reason)
 	k.mu.Lock()
 	k.rejected[pod.UID] = true
 	delete(k.pendingAdmission, pod.UID)

@@ -27,6 +27,7 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -205,6 +206,10 @@ type Kubelet struct {
 	// pendingAdmission pods wait because admission could not be asked;
 	// they have no worker yet.
 	pendingAdmission map[types.UID]bool
+	// startSpans are the open root spans of pods on their way from the
+	// sources to their first sync (podstart_trace.go); empty without
+	// tracing.
+	startSpans map[types.UID]trace.Span
 	// lastSync is, per pod, when the runtime status its previous SyncPod
 	// ended with was read: a later sync may use a cached status read at or
 	// after it, never an older one (the kubelet's lastSyncTime in
@@ -276,6 +281,7 @@ func New(opts Options, config *source.PodConfig, podManager *podmanager.Manager,
 		firstSeen:        map[types.UID]time.Time{},
 		rejected:         map[types.UID]bool{},
 		pendingAdmission: map[types.UID]bool{},
+		startSpans:       map[types.UID]trace.Span{},
 		terminal:         map[types.UID]*terminalStatus{},
 		admitRetry:       make(chan struct{}, 1),
 		admitRetryDelay:  opts.AdmitRetryInitial,

@@ -19,11 +19,14 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/splitlet/splitlet/internal/logctx"
+	"github.com/splitlet/splitlet/internal/tracing"
 )
 
 // UpdateType says why a pod is synced. The values match the kubelet's
@@ -67,6 +70,10 @@ type UpdatePodOptions struct {
 	UpdateType     UpdateType
 	Pod            *v1.Pod
 	KillPodOptions *KillPodOptions
+	// StartSpan, when set, is the root span of the pod's start, begun
+	// before admission so that the admission call is in the same trace:
+	// the first SyncPod continues it as its syncPod span and ends it.
+	StartSpan trace.Span
 }
 
 // SyncHandler does the work of each state. Errors make the worker retry the
@@ -168,6 +175,9 @@ func (p *PodWorkers) UpdatePod(opts UpdatePodOptions) {
 		go p.podWorkerLoop(uid, s)
 	}
 	if s.finished {
+		if opts.StartSpan != nil {
+			opts.StartSpan.End()
+		}
 		return
 	}
 	if opts.UpdateType == SyncPodKill || opts.Pod.DeletionTimestamp != nil {
@@ -187,6 +197,14 @@ func (p *PodWorkers) UpdatePod(opts UpdatePodOptions) {
 	if s.pending != nil && s.pending.UpdateType == SyncPodCreate && opts.UpdateType != SyncPodKill {
 		// The first sync is still a create.
 		opts.UpdateType = SyncPodCreate
+	}
+	if s.pending != nil && s.pending.StartSpan != nil {
+		// The pod's start trace goes on with the newest update.
+		if opts.StartSpan == nil {
+			opts.StartSpan = s.pending.StartSpan
+		} else {
+			s.pending.StartSpan.End()
+		}
 	}
 	s.pending = &opts
 	p.wakeLocked(s)
@@ -297,18 +315,27 @@ func (p *PodWorkers) podWorkerLoop(uid types.UID, s *podSyncStatus) {
 			updateType = update.UpdateType
 		}
 		ctx := logctx.With(stepCtx, log.WithLazy(zap.String("pod", pod.Namespace+"/"+pod.Name)))
+		var startSpan trace.Span
+		if update != nil {
+			startSpan = update.StartSpan
+		}
 		start := time.Now()
 		var err error
 		var isTerminal bool
+		var span trace.Span
 		switch {
 		case terminated:
+			ctx, span = stepSpan(ctx, "syncTerminatedPod", pod, startSpan)
 			err = p.handler.SyncTerminatedPod(ctx, pod)
 		case terminating:
+			ctx, span = stepSpan(ctx, "syncTerminatingPod", pod, startSpan)
 			err = p.handler.SyncTerminatingPod(ctx, pod, grace)
 		default:
+			ctx, span = stepSpan(ctx, "syncPod", pod, startSpan)
 			isTerminal, err = p.handler.SyncPod(ctx, updateType, pod)
 		}
 		p.observe(updateType, time.Since(start))
+		endSpan(span, err)
 		// Read before our own cancel below, which cancels stepCtx on
 		// every path: only UpdatePod's cancel (a shorter grace period)
 		// means the step was interrupted.
@@ -350,6 +377,34 @@ func (p *PodWorkers) podWorkerLoop(uid types.UID, s *podSyncStatus) {
 		p.scheduleLocked(s, next)
 		p.mu.Unlock()
 	}
+}
+
+// tracer starts the root span of each worker step: one trace per pod
+// start, per resync and per termination (a no-op without tracing).
+var tracer = tracing.Tracer("github.com/splitlet/splitlet/services/sync/worker")
+
+// stepSpan starts the root span of one step of pod's worker, named after
+// the kubelet's function. A pod's first sync continues startSpan, begun
+// before admission; a termination that comes before it ends startSpan and
+// starts its own trace.
+func stepSpan(ctx context.Context, name string, pod *v1.Pod, startSpan trace.Span) (context.Context, trace.Span) {
+	if startSpan != nil {
+		if name == "syncPod" {
+			return trace.ContextWithSpan(ctx, startSpan), startSpan
+		}
+		startSpan.SetStatus(codes.Error, "terminated before its first sync")
+		startSpan.End()
+	}
+	return tracer.Start(ctx, name, trace.WithNewRoot(), trace.WithSpanKind(trace.SpanKindInternal),
+		tracing.PodAttributes(pod.Namespace, pod.Name, string(pod.UID)))
+}
+
+func endSpan(span trace.Span, err error) {
+	if err != nil {
+		span.RecordError(err)
+		span.SetStatus(codes.Error, err.Error())
+	}
+	span.End()
 }
 
 // scheduleLocked wakes the worker after d (at once when d is zero). A later

@@ -90,6 +90,26 @@ func TestStatsThroughAPIServer(t *testing.T) {
 			t.Errorf("/metrics/resource has no %q:\n%s", want, raw)
 		}
 	}
+
+	// The prober's counters, as a Prometheus scraping the kubelet's
+	// /metrics/probes reads them.
+	want := fmt.Sprintf(`prober_probe_total{container="app",namespace="%s",pod="%s",pod_uid="%s",probe_type="Readiness",result="successful"} `, ns, pod.Name, pod.UID)
+	waitFor(t, 30*time.Second, "/metrics/probes counting the pod's readiness probe", func() (bool, string) {
+		raw, err := proxy("metrics/probes")
+		if err != nil {
+			return false, err.Error()
+		}
+		return strings.Contains(string(raw), want), string(raw)
+	})
+	if endpoint == "" {
+		return // the fake runtime's ExecSync runs nothing
+	}
+	// The kubelet's legacy /run: a command's output in one response.
+	out, err := admin.CoreV1().RESTClient().Post().AbsPath("/api/v1/nodes", node, "proxy", "run", ns, pod.Name, "app").
+		Param("cmd", "echo ran in app").DoRaw(ctx)
+	if err != nil || string(out) != "ran in app\n" {
+		t.Errorf("/run through the API server: %q, %v; want the command's output", out, err)
+	}
 }
 
 // deref is *p, 0 for nil.
@@ -107,10 +127,12 @@ func deref(p *uint64) uint64 {
 func runStatsPod(t *testing.T, admin kubernetes.Interface, node string, onContainerd bool) *v1.Pod {
 	t.Helper()
 	ctx := t.Context()
-	container := v1.Container{Name: "app", Image: "busybox:1.36"}
+	// A probe, for /metrics/probes.
+	ready := &v1.Probe{ProbeHandler: v1.ProbeHandler{Exec: &v1.ExecAction{Command: []string{"true"}}}, PeriodSeconds: 1}
+	container := v1.Container{Name: "app", Image: "busybox:1.36", ReadinessProbe: ready}
 	if onContainerd {
 		container = v1.Container{Name: "app", Image: busyboxImage(), ImagePullPolicy: v1.PullNever,
-			Command: []string{"sh", "-c", "while true; do sleep 3600; done"}}
+			Command: []string{"sh", "-c", "while true; do sleep 3600; done"}, ReadinessProbe: ready}
 		t.Logf("on containerd at %s", os.Getenv(containerdEnv))
 	} else {
 		t.Logf("%s unset: on the fake runtime", containerdEnv)
@@ -125,9 +147,11 @@ func runStatsPod(t *testing.T, admin kubernetes.Interface, node string, onContai
 			Containers:                   []v1.Container{container},
 		},
 	}
-	if _, err := admin.CoreV1().Pods(pod.Namespace).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+	created, err := admin.CoreV1().Pods(pod.Namespace).Create(ctx, pod, metav1.CreateOptions{})
+	if err != nil {
 		t.Fatal(err)
 	}
+	pod.UID = created.UID
 	t.Cleanup(func() {
 		zero := int64(0)
 		_ = admin.CoreV1().Pods(pod.Namespace).Delete(context.Background(), pod.Name, metav1.DeleteOptions{GracePeriodSeconds: &zero})

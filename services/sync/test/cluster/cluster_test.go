@@ -21,10 +21,16 @@ package cluster_test
 import (
 	"bytes"
 	"context"
+	"crypto/x509"
+	"encoding/pem"
 	"fmt"
+	"io"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -32,7 +38,10 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
+	certificatesv1 "k8s.io/api/certificates/v1"
 	v1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -140,12 +149,27 @@ func clientFor(t *testing.T, kubeconfig string) kubernetes.Interface {
 
 // startNode starts a gateway (in front of endpoint), admission and sync;
 // sync registers name with the node's own credential and runs one static
-// pod of image, staticPodName in kube-system.
-func startNode(t *testing.T, c *cluster.Cluster, dir, name, endpoint, image string) *node {
+// pod of image, staticPodName in kube-system. The credential is a client
+// certificate the test issues or, given a bootstrap kubeconfig, one sync
+// requests itself (TLS bootstrap).
+func startNode(t *testing.T, c *cluster.Cluster, dir, name, endpoint, image, bootstrapKubeconfig string) *node {
 	t.Helper()
-	kubeconfig, err := c.NodeKubeconfig(name)
-	if err != nil {
-		t.Fatal(err)
+	var kubeconfig string
+	var credentials []string
+	if bootstrapKubeconfig == "" {
+		var err error
+		if kubeconfig, err = c.NodeKubeconfig(name); err != nil {
+			t.Fatal(err)
+		}
+	} else {
+		// Written by sync once its certificate is issued. This node also
+		// serves the node API, with a serving certificate from the
+		// kubelet-serving signer, on an address the API server may proxy
+		// to (hack/cluster-e2e.sh puts it on lo).
+		kubeconfig = filepath.Join(dir, name+".kubeconfig")
+		credentials = append(credentials, "--bootstrap-kubeconfig="+bootstrapKubeconfig, "--cert-dir="+filepath.Join(dir, name+"-pki"),
+			"--node-ip="+nodeAPIIP, "--node-api-addr="+net.JoinHostPort(nodeAPIIP, "10250"), "--client-ca-file="+c.CAFile,
+			"--rotate-server-certificates")
 	}
 	manifests := filepath.Join(dir, name+"-manifests")
 	if err := os.MkdirAll(manifests, 0o755); err != nil {
@@ -166,12 +190,12 @@ spec:
 		Dir:             filepath.Join(dir, name),
 		NodeName:        name,
 		RuntimeEndpoint: endpoint,
-		SyncArgs: []string{
+		SyncArgs: append([]string{
 			"--kubeconfig=" + kubeconfig,
 			"--manifest-dir=" + manifests,
 			"--relist-interval=1s",
 			"--container-gc-period=2s",
-		},
+		}, credentials...),
 	})
 	if err != nil {
 		t.Fatalf("start node %s: %v", name, err)
@@ -255,7 +279,13 @@ func TestDeploymentOnSplitletNodes(t *testing.T) {
 	var nodes []*node
 	names := map[string]bool{}
 	for i, ep := range e.endpoints {
-		n := startNode(t, c, dir, fmt.Sprintf("splitlet-%c", 'a'+i), ep, e.busybox)
+		// The first node's certificate is issued by the test; every
+		// other node bootstraps its own.
+		bootstrap := ""
+		if i > 0 {
+			bootstrap = bootstrapKubeconfig(t, client, c, dir)
+		}
+		n := startNode(t, c, dir, fmt.Sprintf("splitlet-%c", 'a'+i), ep, e.busybox, bootstrap)
 		nodes = append(nodes, n)
 		names[n.name] = true
 	}
@@ -280,6 +310,20 @@ func TestDeploymentOnSplitletNodes(t *testing.T) {
 		}
 		return len(notReady) == 0, strings.Join(notReady, "; ")
 	})
+	for _, n := range nodes {
+		obj, err := client.CoreV1().Nodes().Get(ctx, n.name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// As a kubelet's: the runtime's name and version, the images it holds.
+		hasBusybox := false
+		for _, img := range obj.Status.Images {
+			hasBusybox = hasBusybox || slices.Contains(img.Names, e.busybox)
+		}
+		if !strings.HasPrefix(obj.Status.NodeInfo.ContainerRuntimeVersion, "containerd://1.") || !hasBusybox || obj.Status.NodeInfo.BootID == "" {
+			t.Errorf("node %s: nodeInfo %+v, images %+v; want containerd's version, a boot ID and %s among the images", n.name, obj.Status.NodeInfo, obj.Status.Images, e.busybox)
+		}
+	}
 	seen := map[string]string{}
 	for name, cidr := range cidrs {
 		if other, dup := seen[cidr]; dup {
@@ -330,6 +374,11 @@ func TestDeploymentOnSplitletNodes(t *testing.T) {
 		}
 	}
 
+	podNetwork(t, client, nodes, cidrs, replicas)
+	if len(nodes) > 1 {
+		tlsBootstrapped(t, client, nodes[1])
+		servingCertificate(t, e, c, client, nodes[1])
+	}
 	mirrorPods(t, client, nodes)
 	missingSecretBlocksStart(t, client, nodes[0], e.busybox)
 
@@ -610,7 +659,8 @@ func nodeRestricted(t *testing.T, admin kubernetes.Interface, a, b *node) {
 
 // deployment is a Deployment of busybox pods that only splitlet nodes
 // take (nodeSelector and toleration of splitlet's taint), spread evenly
-// over them, on the host network (no CNI yet), with what a real
+// over them, each serving its ConfigMap on port 8080 of its pod address,
+// behind the Service web, with what a real
 // Deployment's pods reference — a ConfigMap volume, a Secret in the env,
 // the default service account's token (the ServiceAccount plugin adds its
 // kube-api-access volume) — and Ready by an exec probe that checks all
@@ -639,7 +689,6 @@ spec:
     metadata:
       labels: {app: web}
     spec:
-      hostNetwork: true
       nodeSelector: {%s: %s}
       tolerations:
       - {key: %s, operator: Exists, effect: NoSchedule}
@@ -656,7 +705,10 @@ spec:
       - name: app
         image: %s
         imagePullPolicy: IfNotPresent
-        command: [sh, -c, "touch /tmp/ready; trap 'exit 0' TERM; while true; do sleep 1; done"]
+        # busybox's httpd serves the ConfigMap's files on the pod's address.
+        command: [sh, -c, "httpd -p 8080 -h /etc/web; touch /tmp/ready; trap 'exit 0' TERM; while true; do sleep 1; done"]
+        ports:
+        - {name: http, containerPort: 8080}
         env:
         - name: PASSWORD
           valueFrom: {secretKeyRef: {name: web-secret, key: password}}
@@ -669,5 +721,301 @@ spec:
       volumes:
       - name: config
         configMap: {name: web-config}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: web, namespace: default}
+spec:
+  selector: {app: web}
+  ports:
+  - {name: http, port: 80, targetPort: http}
 `, replicas, nodelabels.AgentLabel, nodelabels.AgentLabelValue, nodelabels.AgentLabel, image)
+}
+
+// podNetwork checks the pod network the nodes' containerd built from the
+// pod CIDRs sync handed them: each pod's IP lies in its node's CIDR, the
+// test (in the nodes' namespace) reaches each pod's server, a pod on one
+// node reaches a pod on the other, and the Service's EndpointSlices list
+// every pod's address as ready (the endpointslice controller refuses the
+// loopback address host-network pods had here).
+func podNetwork(t *testing.T, client kubernetes.Interface, nodes []*node, cidrs map[string]string, replicas int) {
+	t.Helper()
+	ctx := t.Context()
+	pods, err := client.CoreV1().Pods("default").List(ctx, metav1.ListOptions{LabelSelector: "app=web"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ips := map[string]string{} // pod IP -> node
+	for _, p := range pods.Items {
+		_, cidr, err := net.ParseCIDR(cidrs[p.Spec.NodeName])
+		if err != nil {
+			t.Fatalf("pod CIDR of %s: %v", p.Spec.NodeName, err)
+		}
+		ip := net.ParseIP(p.Status.PodIP)
+		if ip == nil || !cidr.Contains(ip) {
+			t.Errorf("pod %s on %s has IP %q, want one in %s", p.Name, p.Spec.NodeName, p.Status.PodIP, cidr)
+			continue
+		}
+		ips[p.Status.PodIP] = p.Spec.NodeName
+		body := httpGet(t, "http://"+net.JoinHostPort(p.Status.PodIP, "8080")+"/greeting")
+		if body != "hello" {
+			t.Errorf("GET greeting from pod %s at %s: %q, want hello", p.Name, p.Status.PodIP, body)
+		}
+	}
+	if len(ips) != replicas {
+		t.Fatalf("%d distinct pod IPs %v, want %d", len(ips), ips, replicas)
+	}
+	if len(nodes) > 1 {
+		crossNode(t, nodes[0], ips)
+	}
+	launcher.WaitFor(t, 60*time.Second, "every pod's address ready in the Service's EndpointSlices", func() (bool, string) {
+		eps, err := client.DiscoveryV1().EndpointSlices("default").List(ctx, metav1.ListOptions{LabelSelector: discoveryv1.LabelServiceName + "=web"})
+		if err != nil {
+			return false, err.Error()
+		}
+		ready := map[string]bool{}
+		var seen []string
+		for _, sl := range eps.Items {
+			for _, ep := range sl.Endpoints {
+				r := ep.Conditions.Ready != nil && *ep.Conditions.Ready
+				for _, a := range ep.Addresses {
+					ready[a] = r
+					seen = append(seen, fmt.Sprintf("%s ready=%v", a, r))
+				}
+			}
+		}
+		for ip := range ips {
+			if !ready[ip] {
+				return false, strings.Join(seen, ", ")
+			}
+		}
+		return len(ready) == len(ips), strings.Join(seen, ", ")
+	})
+}
+
+// crossNode runs wget in a container of node a's pod towards a pod on
+// another node: traffic between the nodes' bridges.
+func crossNode(t *testing.T, a *node, ips map[string]string) {
+	t.Helper()
+	var target string
+	for ip, on := range ips {
+		if on != a.name {
+			target = ip
+		}
+	}
+	cs, err := a.containerd.ListContainers(t.Context(), &runtimeapi.ListContainersRequest{Filter: &runtimeapi.ContainerFilter{
+		State:         &runtimeapi.ContainerStateValue{State: runtimeapi.ContainerState_CONTAINER_RUNNING},
+		LabelSelector: map[string]string{"io.kubernetes.pod.namespace": "default", "io.kubernetes.container.name": "app"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if target == "" || len(cs.Containers) == 0 {
+		t.Fatalf("want a running app container on %s and a pod elsewhere (IPs %v)", a.name, ips)
+	}
+	resp, err := a.containerd.ExecSync(t.Context(), &runtimeapi.ExecSyncRequest{ContainerId: cs.Containers[0].Id, Timeout: 10,
+		Cmd: []string{"wget", "-q", "-O", "-", "http://" + net.JoinHostPort(target, "8080") + "/greeting"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.ExitCode != 0 || string(resp.Stdout) != "hello" {
+		t.Fatalf("wget from a pod on %s to %s (on %s): exit %d, out %q, err %q", a.name, target, ips[target], resp.ExitCode, resp.Stdout, resp.Stderr)
+	}
+	t.Logf("a pod on %s reached %s on %s", a.name, target, ips[target])
+}
+
+func httpGet(t *testing.T, url string) string {
+	t.Helper()
+	c := http.Client{Timeout: 10 * time.Second}
+	resp, err := c.Get(url)
+	if err != nil {
+		t.Errorf("GET %s: %v", url, err)
+		return ""
+	}
+	defer func() { _ = resp.Body.Close() }()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Errorf("GET %s: %v", url, err)
+	}
+	return string(b)
+}
+
+// bootstrapToken is the token the bootstrapping nodes authenticate with
+// (id.secret), as kubeadm's join token.
+const bootstrapToken = "splt01.0123456789abcdef"
+
+// bootstrapKubeconfig sets up TLS bootstrapping as kubeadm does — a
+// bootstrap token Secret in kube-system, and bindings that let its group
+// request node client certificates, have them approved by
+// kube-controller-manager, and let nodes renew their own — and returns a
+// kubeconfig holding the token. Idempotent.
+func bootstrapKubeconfig(t *testing.T, client kubernetes.Interface, c *cluster.Cluster, dir string) string {
+	t.Helper()
+	ctx := t.Context()
+	id, secret, _ := strings.Cut(bootstrapToken, ".")
+	token := &v1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: "bootstrap-token-" + id, Namespace: "kube-system"},
+		Type:       v1.SecretTypeBootstrapToken,
+		StringData: map[string]string{
+			"token-id": id, "token-secret": secret,
+			"usage-bootstrap-authentication": "true",
+			"auth-extra-groups":              "system:bootstrappers:splitlet",
+		},
+	}
+	if _, err := client.CoreV1().Secrets("kube-system").Create(ctx, token, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	for name, b := range map[string]struct{ role, group string }{
+		"splitlet:node-bootstrapper":                     {"system:node-bootstrapper", "system:bootstrappers"},
+		"splitlet:node-autoapprove-bootstrap":            {"system:certificates.k8s.io:certificatesigningrequests:nodeclient", "system:bootstrappers"},
+		"splitlet:node-autoapprove-certificate-rotation": {"system:certificates.k8s.io:certificatesigningrequests:selfnodeclient", "system:nodes"},
+	} {
+		crb := &rbacv1.ClusterRoleBinding{
+			ObjectMeta: metav1.ObjectMeta{Name: name},
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: b.role},
+			Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.GroupKind, Name: b.group}},
+		}
+		if _, err := client.RbacV1().ClusterRoleBindings().Create(ctx, crb, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			t.Fatal(err)
+		}
+	}
+	path := filepath.Join(dir, "bootstrap.kubeconfig")
+	body := fmt.Sprintf(`apiVersion: v1
+kind: Config
+clusters:
+- name: splitlet
+  cluster: {server: %s, certificate-authority: %s}
+users:
+- name: bootstrap
+  user: {token: %s}
+contexts:
+- name: splitlet
+  context: {cluster: splitlet, user: bootstrap}
+current-context: splitlet
+`, c.Server, c.CAFile, bootstrapToken)
+	if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// tlsBootstrapped checks that node n got its identity by TLS bootstrap:
+// one CertificateSigningRequest from the bootstrap token, approved and
+// signed by kube-controller-manager, and a kubeconfig sync wrote whose
+// certificate is system:node:<n> in system:nodes. A restart of sync uses
+// that certificate and makes no new request.
+func tlsBootstrapped(t *testing.T, client kubernetes.Interface, n *node) {
+	t.Helper()
+	ctx := t.Context()
+	id, _, _ := strings.Cut(bootstrapToken, ".")
+	requests := func() []certificatesv1.CertificateSigningRequest {
+		csrs, err := client.CertificatesV1().CertificateSigningRequests().List(ctx, metav1.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var mine []certificatesv1.CertificateSigningRequest
+		for _, csr := range csrs.Items {
+			client := csr.Spec.SignerName == certificatesv1.KubeAPIServerClientKubeletSignerName
+			if client && (csr.Spec.Username == "system:bootstrap:"+id || csr.Spec.Username == "system:node:"+n.name) {
+				mine = append(mine, csr)
+			}
+		}
+		return mine
+	}
+	csrs := requests()
+	if len(csrs) != 1 {
+		t.Fatalf("%d client certificate signing requests of %s, want 1: %+v", len(csrs), n.name, csrs)
+	}
+	csr := csrs[0]
+	approved := false
+	for _, c := range csr.Status.Conditions {
+		approved = approved || (c.Type == certificatesv1.CertificateApproved && c.Status == v1.ConditionTrue)
+	}
+	if csr.Spec.SignerName != certificatesv1.KubeAPIServerClientKubeletSignerName || !approved || len(csr.Status.Certificate) == 0 {
+		t.Fatalf("CSR %s: signer %s, approved %v, %d bytes of certificate; want %s, approved and issued",
+			csr.Name, csr.Spec.SignerName, approved, len(csr.Status.Certificate), certificatesv1.KubeAPIServerClientKubeletSignerName)
+	}
+	rc, err := clientcmd.BuildConfigFromFlags("", n.kubeconfig)
+	if err != nil {
+		t.Fatalf("the kubeconfig sync wrote: %v", err)
+	}
+	pemBytes, err := os.ReadFile(rc.CertFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	block, _ := pem.Decode(pemBytes)
+	if block == nil {
+		t.Fatalf("%s holds no PEM block", rc.CertFile)
+	}
+	cert, err := x509.ParseCertificate(block.Bytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cert.Subject.CommonName != "system:node:"+n.name || !slices.Equal(cert.Subject.Organization, []string{"system:nodes"}) {
+		t.Fatalf("bootstrapped certificate of %s is %s %v, want system:node:%s [system:nodes]", n.name, cert.Subject.CommonName, cert.Subject.Organization, n.name)
+	}
+	t.Logf("%s bootstrapped: CSR %s approved and signed, certificate %s valid until %s", n.name, csr.Name, cert.Subject.CommonName, cert.NotAfter.Format(time.RFC3339))
+
+	restarted := time.Now()
+	n.stack.Sync.Kill()
+	if err := n.stack.Sync.Restart(ctx, 30*time.Second); err != nil {
+		t.Fatalf("restart sync of %s: %v", n.name, err)
+	}
+	launcher.WaitFor(t, 30*time.Second, n.name+"'s Lease renewed by the restarted sync", func() (bool, string) {
+		lease, err := client.CoordinationV1().Leases("kube-node-lease").Get(ctx, n.name, metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		renewed := lease.Spec.RenewTime != nil && lease.Spec.RenewTime.After(restarted)
+		return renewed, fmt.Sprintf("renewed %v", lease.Spec.RenewTime)
+	})
+	if got := len(requests()); got != 1 {
+		t.Errorf("%d client certificate signing requests of %s after a restart, want still 1", got, n.name)
+	}
+}
+
+// nodeAPIIP is the address of the bootstrapping node's API;
+// hack/cluster-e2e.sh puts it on lo (the API server does not proxy to
+// loopback addresses).
+const nodeAPIIP = "192.0.2.11"
+
+// servingCertificate checks --rotate-server-certificates: node n asks the
+// kubernetes.io/kubelet-serving signer for its node API's certificate, an
+// operator approves the request (kube-controller-manager does not approve
+// serving certificates itself), and the API server, which verifies node
+// certificates against the cluster CA, then reaches the node API: its pod
+// list through the node proxy and `kubectl exec`.
+func servingCertificate(t *testing.T, e env, c *cluster.Cluster, client kubernetes.Interface, n *node) {
+	t.Helper()
+	ctx := t.Context()
+	var pod string
+	for name, on := range webPods(t, client) {
+		if on == n.name {
+			pod = name
+		}
+	}
+	// The operator's part: approve what the node asked for. Each start of
+	// sync that has no certificate yet asks anew (tlsBootstrapped
+	// restarted it), so every pending request of the node is approved.
+	approved := map[string]bool{}
+	launcher.WaitFor(t, 60*time.Second, n.name+"'s node API reached through the API server with its signed certificate", func() (bool, string) {
+		csrs, err := client.CertificatesV1().CertificateSigningRequests().List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		for _, csr := range csrs.Items {
+			if csr.Spec.SignerName != certificatesv1.KubeletServingSignerName || csr.Spec.Username != "system:node:"+n.name || approved[csr.Name] {
+				continue
+			}
+			kubectl(t, e, c, "", "certificate", "approve", csr.Name)
+			approved[csr.Name] = true
+		}
+		raw, err := client.CoreV1().RESTClient().Get().AbsPath("/api/v1/nodes", n.name, "proxy", "pods").DoRaw(ctx)
+		if err != nil {
+			return false, fmt.Sprintf("%v (approved %d kubelet-serving CSRs)", err, len(approved))
+		}
+		return strings.Contains(string(raw), pod), string(raw)
+	})
+	if out := kubectl(t, e, c, "", "exec", pod, "--", "echo", "served"); strings.TrimSpace(out) != "served" {
+		t.Errorf("kubectl exec on %s: %q, want served", n.name, out)
+	}
 }
