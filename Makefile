@@ -32,7 +32,7 @@ RUN_FLAGS = --dir=$(RUN_DIR) --examples=$(ROOT)/examples \
   $(if $(RUN_GATEWAY_METRICS_ADDR),--gateway-metrics-addr=$(RUN_GATEWAY_METRICS_ADDR)) \
   $(addprefix --crictl=,$(wildcard $(SPLITLET_CACHE)/cri-tools-*/crictl))
 
-.PHONY: build tools generate check-generate lint test fuzz e2e critest bench run stop compose-e2e apiserver-e2e cluster cluster-down cluster-e2e daemonset-e2e conformance conformance-ci chaos clean
+.PHONY: build tools generate check-generate lint test fuzz e2e critest bench run stop compose-e2e apiserver-e2e cluster cluster-down cluster-e2e daemonset-e2e conformance conformance-ci chaos chaos-containerd clean
 
 build: ## Build every splitlet binary into bin/.
 	mkdir -p $(BIN)
@@ -116,6 +116,9 @@ conformance-ci: ## The CI subset of the conformance specs (pods, init containers
 
 chaos: build ## Kill each process with SIGKILL during a pod burst and a mass delete, with CRI faults; figures in RELIABILITY.md.
 	cd internal && SPLITLET_BIN_DIR=$(BIN) go test -tags chaos -count=1 -race -v -run TestChaos ./chaos/
+
+chaos-containerd: ## The chaos suite's shorter form on a private containerd (root): 30 pods, containerd SIGKILLed too, then wiped once and rebooted twice; figures in RELIABILITY.md.
+	hack/chaos-containerd.sh
 
 bench: ## Benchmarks; figures are recorded in BENCHMARKS.md.
 	hack/bench.sh

@@ -38,9 +38,9 @@ const (
 	converge = 2 * time.Minute
 )
 
-// size is the burst's pod count and the delete's (half of it); CHAOS_PODS
-// overrides the burst.
-func size(t *testing.T) int {
+// size is the burst's pod count and the delete's (half of it): def, or
+// CHAOS_PODS.
+func size(t *testing.T, def int) int {
 	if v := os.Getenv("CHAOS_PODS"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 2 {
@@ -48,29 +48,59 @@ func size(t *testing.T) int {
 		}
 		return n
 	}
-	return 200
+	return def
 }
 
 // figures are what the suite reports.
 type figures struct {
 	pods, deleted, kills, pluginKills, faultsSet    int
 	lost, mismatches, duplicates, spurious, orphans int
-	convergeBurst, convergeRestart, convergeDelete  time.Duration
-	applyRetries, deleteRetries                     atomic.Int64
+	// orphanPlugins are plugin processes left running by an admission
+	// that was killed.
+	orphanPlugins                                  int
+	convergeBurst, convergeRestart, convergeDelete time.Duration
+	applyRetries, deleteRetries                    atomic.Int64
+
+	// The containerd form's: kills of containerd; after its wipe and
+	// reboots the pods that run in a sandbox of before or whose restart
+	// count did not go on from before; the dead sandboxes the container
+	// GC left.
+	containerdKills, reused, countsLost, deadSandboxes int
+	convergeWipe                                       time.Duration
+	convergeReboots                                    [2]time.Duration
 }
 
 func TestChaos(t *testing.T) {
 	ctx := context.Background()
+	// On containerd (hack/chaos-containerd.sh): a smaller burst, the
+	// runtime's own process among the victims, and a wipe and a reboot of
+	// it.
+	node := newContainerdNode(t)
 	bin, cleanup, err := stack.Binaries(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(cleanup)
-	dir, err := os.MkdirTemp("", "chaos")
+	var dir string
+	if node != nil {
+		// Beside containerd's, where hack/chaos-containerd.sh stops the
+		// stack by its pid files should the test die without its
+		// clean-up.
+		dir = filepath.Join(filepath.Dir(node.dir), "stack")
+		err = os.Mkdir(dir, 0o755)
+	} else {
+		dir, err = os.MkdirTemp("", "chaos")
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	t.Cleanup(func() {
+		// hack/chaos-containerd.sh's SPLITLET_CHAOS_KEEP=1 keeps its work
+		// directory, the stack's logs and state included, to read.
+		if node == nil || os.Getenv("SPLITLET_CHAOS_KEEP") != "1" {
+			_ = os.RemoveAll(dir)
+		}
+	})
 	plugins := writePluginConfig(t, dir)
 	// What went wrong, said again after the processes' logs (a cleanup
 	// registered first runs last), so that it ends the output CI shows.
@@ -81,26 +111,37 @@ func TestChaos(t *testing.T) {
 		}
 	})
 
+	requestTimeout := "2s"
+	endpoint := ""
+	var extraSync []string
+	if node != nil {
+		// No hung calls on containerd, but real ones are slower than the
+		// fake's on a loaded machine: a timed-out RunPodSandbox that went
+		// through anyway only costs a second sandbox to clean up.
+		requestTimeout, endpoint = "30s", node.endpoint()
+		extraSync = []string{"--container-gc-period=" + gcPeriod.String()}
+	}
 	s, err := stack.Start(ctx, stack.Config{
-		BinDir:      bin,
-		Dir:         dir,
-		NodeName:    "chaos",
-		GatewayArgs: []string{"--log-level=warn", "--allowed-host-path=/"},
+		BinDir:          bin,
+		RuntimeEndpoint: endpoint,
+		Dir:             dir,
+		NodeName:        "chaos",
+		GatewayArgs:     []string{"--log-level=warn", "--allowed-host-path=/"},
 		// The plugin fails open: a call that meets the plugin dead admits
 		// (its crash is the fault under test, not the pods' to pay for).
 		AdmissionConfig: fmt.Sprintf("node:\n  rootDir: %s\n  maxPods: 1000\neviction:\n  hard: {}\n  nodeFsRoot: %s\n  imageFsRoot: %s\n",
 			dir, dir, dir),
 		AdmissionArgs: []string{"--plugins-config=" + plugins, "--log-level=warn"},
-		SyncArgs: []string{
+		SyncArgs: append([]string{
 			"--relist-interval=500ms",
 			"--resync-interval=2s",
 			"--crashloop-backoff-base=1s",
 			"--crashloop-backoff-max=2s",
 			// A hung CRI call fails after this and is retried by the next
 			// sync (the kubelet's default is 2m).
-			"--runtime-request-timeout=2s",
+			"--runtime-request-timeout=" + requestTimeout,
 			"--log-level=info",
-		},
+		}, extraSync...),
 		Logger: zaptest.NewLogger(t),
 	})
 	if err != nil {
@@ -114,25 +155,45 @@ func TestChaos(t *testing.T) {
 			}
 		}
 	})
-	c := &chaos{t: t, s: s, client: podClient(s.SyncURL()), f: &figures{pods: size(t)}, failures: &failures}
+	c := &chaos{t: t, s: s, node: node, runtime: s.CRI(), client: podClient(s.SyncURL()), failures: &failures}
+	victims := []string{"sync", "admission", "gateway", "plugin"}
+	// Restarts that must restart no container: on the fake, the gateway
+	// holds the runtime and is not among them.
+	restarts := []string{"sync", "admission", "plugin"}
+	rounds := 1
+	if node != nil {
+		c.runtime = node.cri()
+		c.f = &figures{pods: size(t, 30)}
+		victims = append(victims, "containerd")
+		restarts = append(restarts, "gateway", "containerd")
+		// The burst's applies end long before containerd has started the
+		// pods: a second round of kills falls in the middle of that.
+		rounds = 2
+	} else {
+		c.f = &figures{pods: size(t, 200)}
+	}
 	c.f.deleted = c.f.pods / 2
 
 	// Phase 1: a burst under kills and faults.
 	c.setFaults(ctx)
 	names := podNames(c.f.pods)
-	c.underKills(ctx, []string{"sync", "admission", "gateway", "plugin"}, func() { c.applyAll(ctx, names) })
+	c.underKills(ctx, victims, rounds, func() { c.applyAll(ctx, names) })
 	c.clearFaults(ctx)
 	c.f.convergeBurst = c.waitConverged(ctx, names, nil)
 
 	// Phase 2: restarts of splitlet alone (not the runtime) restart no
-	// container.
+	// container; nor, on containerd, does a restart of the gateway or of
+	// containerd, whose containers live on in their shims.
 	before := c.containers(ctx)
 	t0 := time.Now()
-	for _, name := range []string{"sync", "admission", "plugin"} {
+	for _, name := range restarts {
 		c.kill(ctx, name)
 	}
 	c.waitConverged(ctx, names, nil)
 	c.f.convergeRestart = time.Since(t0)
+	// Every pod synced twice more by the restarted sync: its chances to
+	// restart a container wrongly, before the suite looks.
+	c.s.WaitResyncs(t, 2*len(names), converge)
 	after := c.containers(ctx)
 	for pod, id := range before {
 		if after[pod] != id {
@@ -141,33 +202,101 @@ func TestChaos(t *testing.T) {
 		}
 	}
 
+	if node != nil {
+		// The node loses containerd's disk, then reboots twice; the delete
+		// that follows must also remove what the reboot left (sandboxes
+		// not ready, containers exited).
+		c.f.convergeWipe = c.wipePhase(ctx, names, diskLost)
+		// The second reboot leaves each pod a sandbox with nothing in it
+		// once the container GC removed its older exited container.
+		for i := range c.f.convergeReboots {
+			c.f.convergeReboots[i] = c.wipePhase(ctx, names, reboot)
+		}
+		c.waitNoDeadSandboxes(ctx)
+	}
+
 	// Phase 3: half the pods deleted under kills and faults.
 	gone, kept := names[:c.f.deleted], names[c.f.deleted:]
 	c.setFaults(ctx)
-	c.underKills(ctx, []string{"sync", "admission", "gateway", "plugin"}, func() { c.deleteAll(ctx, gone) })
+	c.underKills(ctx, victims, 1, func() { c.deleteAll(ctx, gone) })
 	c.clearFaults(ctx)
 	c.f.convergeDelete = c.waitConverged(ctx, kept, gone)
+	c.waitNoOrphanPlugins(filepath.Join(dir, "image-allowlist"))
 
 	f := c.f
+	if node != nil {
+		c.reportContainerd()
+		return
+	}
 	summary := fmt.Sprintf("chaos: pods %d, deleted %d, kills %d (%d of the plugin child), fault phases %d (10%% of CRI calls fail, 1%% hang, 5 ms added to each); "+
-		"lost %d, status mismatches %d, duplicate sandboxes %d, spurious restarts %d, orphans %d; "+
+		"lost %d, status mismatches %d, duplicate sandboxes %d, spurious restarts %d, orphans %d, orphaned plugin processes %d; "+
 		"converged after the burst in %v, after splitlet restarts in %v, after the delete in %v; retries: apply %d, delete %d",
-		f.pods, f.deleted, f.kills, f.pluginKills, f.faultsSet, f.lost, f.mismatches, f.duplicates, f.spurious, f.orphans,
+		f.pods, f.deleted, f.kills, f.pluginKills, f.faultsSet, f.lost, f.mismatches, f.duplicates, f.spurious, f.orphans, f.orphanPlugins,
 		f.convergeBurst.Round(time.Millisecond), f.convergeRestart.Round(time.Millisecond), f.convergeDelete.Round(time.Millisecond),
 		f.applyRetries.Load(), f.deleteRetries.Load())
 	t.Log(summary)
 	fmt.Println(summary)
-	if f.lost+f.mismatches+f.duplicates+f.spurious+f.orphans > 0 {
+	if f.lost+f.mismatches+f.duplicates+f.spurious+f.orphans+f.orphanPlugins > 0 {
 		c.fail("the stack did not converge cleanly: %s", summary)
 		t.FailNow()
 	}
 }
 
+// waitNoOrphanPlugins waits up to 10 s until no process runs the plugin
+// binary bin but the running admission's child, and counts the others at
+// the deadline: each SIGKILL of admission must take its plugin with it.
+func (c *chaos) waitNoOrphanPlugins(bin string) {
+	c.t.Helper()
+	deadline := time.After(10 * time.Second)
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		var orphans []int
+		for _, pid := range pidsWithArgs(bin) {
+			if ppid(pid) != c.s.Admission.Pid() && alive(pid) {
+				orphans = append(orphans, pid)
+			}
+		}
+		if len(orphans) == 0 {
+			return
+		}
+		select {
+		case <-deadline:
+			c.f.orphanPlugins = len(orphans)
+			c.fail("plugin processes %v still run, their admission killed", orphans)
+			for _, pid := range orphans {
+				_ = syscallKill(pid) // ours: do not leave them behind
+			}
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+// ppid is pid's parent, 0 if unknown.
+func ppid(pid int) int {
+	stat, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+	if err != nil {
+		return 0
+	}
+	fields := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
+	if len(fields) < 2 {
+		return 0
+	}
+	p, _ := strconv.Atoi(fields[1])
+	return p
+}
+
 type chaos struct {
-	t      *testing.T
-	s      *stack.Stack
-	client podv1connect.PodServiceClient
-	f      *figures
+	t *testing.T
+	s *stack.Stack
+	// node is the containerd under the gateway, nil on the fake runtime.
+	node *containerdNode
+	// runtime is where the checks list sandboxes and containers: the
+	// gateway's fake runtime, or containerd itself.
+	runtime runtimeapi.RuntimeServiceClient
+	client  podv1connect.PodServiceClient
+	f       *figures
 	// faulty says the fake runtime should be failing calls now.
 	faulty bool
 	// failures collects what the test reported as wrong.
@@ -224,14 +353,14 @@ func writePluginConfig(t *testing.T, dir string) string {
 
 // underKills runs work while SIGKILLing the named processes one after the
 // other, each restarted before the next is killed, until work is done
-// (and each has been killed at least once).
-func (c *chaos) underKills(ctx context.Context, victims []string, work func()) {
+// and each has been killed at least rounds times.
+func (c *chaos) underKills(ctx context.Context, victims []string, rounds int, work func()) {
 	done := make(chan struct{})
 	go func() { defer close(done); work() }()
 	for i := 0; ; i++ {
 		select {
 		case <-done:
-			if i >= len(victims) {
+			if i >= rounds*len(victims) {
 				return
 			}
 		default:
@@ -248,6 +377,12 @@ func (c *chaos) underKills(ctx context.Context, victims []string, work func()) {
 // restarted by the test, the plugin child by admission on its next call.
 func (c *chaos) kill(ctx context.Context, name string) {
 	c.t.Helper()
+	if name == "containerd" {
+		c.f.kills++
+		c.f.containerdKills++
+		c.node.kill(ctx)
+		return
+	}
 	if name == "plugin" {
 		pid := childPid(c.s.Admission.Pid(), "image-allowlist")
 		if pid == 0 {
@@ -283,6 +418,9 @@ func (c *chaos) kill(ctx context.Context, name string) {
 // 5 ms late, and hang 1% of them until the caller gives up.
 func (c *chaos) setFaults(ctx context.Context) {
 	c.t.Helper()
+	if c.node != nil {
+		return // containerd's faults are its kills
+	}
 	if !c.faulty {
 		c.f.faultsSet++
 	}
@@ -295,6 +433,9 @@ func (c *chaos) setFaults(ctx context.Context) {
 
 func (c *chaos) clearFaults(ctx context.Context) {
 	c.t.Helper()
+	if c.node != nil {
+		return
+	}
 	c.faulty = false
 	c.control(ctx, nil)
 }
@@ -315,7 +456,7 @@ func (c *chaos) control(ctx context.Context, faults []*gatewayv1.Fault) {
 // sync is away (Apply of the same manifest is idempotent).
 func (c *chaos) applyAll(ctx context.Context, names []string) {
 	c.parallel(names, func(name string) {
-		manifest := fmt.Sprintf("apiVersion: v1\nkind: Pod\nmetadata: {name: %s, namespace: %s}\nspec:\n  terminationGracePeriodSeconds: 1\n  containers: [{name: app, image: busybox:1.36}]\n", name, namespace)
+		manifest := c.manifest(name)
 		err := retry(ctx, converge, &c.f.applyRetries, func(ctx context.Context) error {
 			_, err := c.client.Apply(ctx, connect.NewRequest(&podv1.ApplyRequest{Manifest: manifest}))
 			return err
@@ -324,6 +465,16 @@ func (c *chaos) applyAll(ctx context.Context, names []string) {
 			c.t.Errorf("apply %s: %v", name, err)
 		}
 	})
+}
+
+// manifest is pod name's: busybox doing nothing on the fake; on
+// containerd, sleeping (no CNI in the suite, so host network).
+func (c *chaos) manifest(name string) string {
+	if c.node != nil {
+		return fmt.Sprintf("apiVersion: v1\nkind: Pod\nmetadata: {name: %s, namespace: %s}\nspec:\n  hostNetwork: true\n  terminationGracePeriodSeconds: 1\n"+
+			"  containers: [{name: app, image: busybox:1.36, imagePullPolicy: IfNotPresent, command: [sleep, \"3600\"]}]\n", name, namespace)
+	}
+	return fmt.Sprintf("apiVersion: v1\nkind: Pod\nmetadata: {name: %s, namespace: %s}\nspec:\n  terminationGracePeriodSeconds: 1\n  containers: [{name: app, image: busybox:1.36}]\n", name, namespace)
 }
 
 // deleteAll deletes the pods, retried while sync is away; NotFound after a
@@ -415,7 +566,7 @@ func (c *chaos) read(ctx context.Context) (*state, error) {
 		}
 		st.pods[pod.Name] = pod
 	}
-	cri := c.s.CRI()
+	cri := c.runtime
 	sbs, err := cri.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{})
 	if err != nil {
 		return nil, err
@@ -471,7 +622,8 @@ func check(st *state, want, gone []string) (lost, mismatches, duplicates, orphan
 		running := pod.Status.Phase == v1.PodRunning && cs != nil && cs.State.Running != nil
 		id := ""
 		if cs != nil {
-			id = strings.TrimPrefix(cs.ContainerID, "splitlet-fake://")
+			// runtime://id: splitlet-fake:// or containerd://
+			_, id, _ = strings.Cut(cs.ContainerID, "://")
 		}
 		ct, inRuntime := st.containers[id]
 		if !running || !inRuntime || ct.GetLabels()["io.kubernetes.pod.uid"] != uid || len(st.sandboxes[uid]) == 0 {

@@ -8,6 +8,12 @@
 // restart of splitlet itself, and sandboxes or containers left behind by
 // deleted pods. RELIABILITY.md records the figures.
 //
+// Its shorter form on containerd (`make chaos-containerd`, run when
+// CHAOS_CONTAINERD_DIR names a private containerd's directory) kills
+// containerd too, then wipes it and reboots it twice under the running
+// stack, and checks that every pod runs again in a new sandbox with its
+// restart count carried on and that no dead sandbox stays.
+//
 // The test is behind the `chaos` build tag so `make test` does not run it:
 //
 //	cd internal && go test -tags chaos -count=1 -v ./chaos/

@@ -1,5 +1,6 @@
 // Package criclient holds what splitlet's processes put between themselves
-// and the runtime's CRI connection: the kubelet's per-call deadlines.
+// and the runtime's CRI connection: the kubelet's per-call deadlines and
+// reconnect back-off.
 package criclient
 
 import (

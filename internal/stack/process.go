@@ -27,6 +27,10 @@ type Process struct {
 
 	// ready is the health check Start and Restart wait on.
 	ready Check
+	// pidFile, when set, is rewritten with the pid at every start, so that
+	// a stack whose processes were restarted can still be stopped by its
+	// pid files (StopDetached) after its launcher died.
+	pidFile string
 
 	mu   sync.Mutex
 	cmd  *exec.Cmd
@@ -72,6 +76,14 @@ func (p *Process) start() error {
 	if err := cmd.Start(); err != nil {
 		out.Close()
 		return fmt.Errorf("start %s: %w", p.Name, err)
+	}
+	if p.pidFile != "" {
+		if err := os.WriteFile(p.pidFile, []byte(strconv.Itoa(cmd.Process.Pid)), 0o644); err != nil {
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+			out.Close()
+			return fmt.Errorf("start %s: %w", p.Name, err)
+		}
 	}
 	done := make(chan struct{})
 	p.mu.Lock()

@@ -264,10 +264,8 @@ func (s *Stack) startSync(ctx context.Context) error {
 
 // launch starts p, records its pid file, and waits until it is healthy.
 func (s *Stack) launch(ctx context.Context, p *Process) error {
+	p.pidFile = s.pidPath(p.Name)
 	if err := p.start(); err != nil {
-		return err
-	}
-	if err := os.WriteFile(s.pidPath(p.Name), []byte(fmt.Sprint(p.Pid())), 0o644); err != nil {
 		return err
 	}
 	s.log.Info("started", zap.String("process", p.Name), zap.Int("pid", p.Pid()), zap.String("log", p.LogPath))

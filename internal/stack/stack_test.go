@@ -148,6 +148,11 @@ func TestKillAndRestart(t *testing.T) {
 	if n := strings.Count(s.Gateway.Tail(10000), "\n"); n == 0 {
 		t.Error("gateway log is empty")
 	}
+	// The pid files name the restarted processes, so StopDetached can
+	// stop them should this launcher die.
+	if got := Running(s.cfg.Dir); got["sync"] != s.Sync.Pid() || got["gateway"] != s.Gateway.Pid() {
+		t.Errorf("pid files name %v after the restarts, want sync %d and gateway %d", got, s.Sync.Pid(), s.Gateway.Pid())
+	}
 }
 
 func TestStartFailureStopsWhatStarted(t *testing.T) {

@@ -28,6 +28,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/splitlet/splitlet/gateway/backend"
+	"github.com/splitlet/splitlet/internal/criclient"
 )
 
 // maxMsgSize is the kubelet's CRI client limit (16 MiB, pkg/kubelet
@@ -84,6 +85,9 @@ func New(ctx context.Context, endpoint string, opts Options) (*Runtime, error) {
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(maxMsgSize), grpc.MaxCallSendMsgSize(maxMsgSize)),
 		grpc.WithInitialWindowSize(streamWindowSize),
 		grpc.WithInitialConnWindowSize(connWindowSize),
+		// The kubelet's reconnect back-off: back within 3 s of a
+		// runtime that restarted, not up to 2 minutes later.
+		grpc.WithConnectParams(criclient.ConnectParams),
 	}
 	dialOpts = append(dialOpts, opts.DialOptions...)
 	conn, err := grpc.NewClient(target, dialOpts...)

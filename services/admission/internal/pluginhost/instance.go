@@ -55,6 +55,7 @@ func processLauncher(p *PluginConfig, log *zap.Logger, startTimeout time.Duratio
 		// host environment would come after them and override them, hence
 		// SkipHostEnv.
 		cmd.Env = append(os.Environ(), envList(p.Env)...)
+		dieWithHost(cmd)
 		client := goplugin.NewClient(&goplugin.ClientConfig{
 			HandshakeConfig: sdk.Handshake,
 			Plugins:         sdk.PluginMap,

@@ -54,6 +54,7 @@ func Dial(endpoint string, opts ...grpc.DialOption) (*CRI, error) {
 	// Bounded like sync's calls: a hung stats call must not stall the
 	// eviction manager's loop for ever.
 	conn, err := grpc.NewClient(target, append([]grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithConnectParams(criclient.ConnectParams),
 		grpc.WithChainUnaryInterceptor(criclient.Timeouts(criclient.DefaultRequestTimeout))}, opts...)...)
 	if err != nil {
 		return nil, fmt.Errorf("CRI endpoint %q: %v: %w", endpoint, err, errdefs.ErrInvalidArgument)

@@ -68,6 +68,7 @@ func Run(ctx context.Context, cfg config.Config) error {
 	// With tracing on, each CRI call is a span of the pod sync that made
 	// it and carries its trace context to the gateway.
 	conn, err := grpc.NewClient(cfg.RuntimeEndpoint, append([]grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithConnectParams(criclient.ConnectParams),
 		grpc.WithChainUnaryInterceptor(criclient.Timeouts(cfg.RuntimeRequestTimeout))}, tracing.GRPCDialOptions()...)...)
 	if err != nil {
 		return fmt.Errorf("runtime endpoint %s: %w", cfg.RuntimeEndpoint, err)

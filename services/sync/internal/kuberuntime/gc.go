@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 
 	"go.uber.org/zap"
@@ -19,8 +20,9 @@ const maxPerPodContainer = 1
 // GarbageCollect removes exited container instances beyond the newest
 // maxPerPodContainer of each container of each pod sync created (its sandbox
 // carries ManagedByAnnotation), so a crash-looping pod does not pile up dead
-// containers. Matches the kubelet's containerGC.evictContainers with the
-// default policy; pods that left every source are removed whole by
+// containers, then the pod's dead sandboxes (evictSandboxes). Matches the
+// kubelet's containerGC.evictContainers with the default policy, then
+// evictSandboxes; pods that left every source are removed whole by
 // RemovePod instead.
 func (m *Manager) GarbageCollect(ctx context.Context) error {
 	pods, err := m.GetPods(ctx)
@@ -33,6 +35,7 @@ func (m *Manager) GarbageCollect(ctx context.Context) error {
 		if !p.Managed {
 			continue
 		}
+		removed := map[string]bool{}
 		exited := map[string][]*runtimeapi.Container{}
 		for _, c := range p.Containers {
 			if c.GetState() != runtimeapi.ContainerState_CONTAINER_EXITED {
@@ -51,9 +54,46 @@ func (m *Manager) GarbageCollect(ctx context.Context) error {
 					all = append(all, fmt.Errorf("remove dead container %s of %s: %w", c.GetId(), name, err))
 					continue
 				}
+				removed[c.GetId()] = true
 				log.Debug("removed dead container", zap.String("podUID", string(p.UID)), zap.String("container", name), zap.String("containerID", c.GetId()))
 			}
 		}
+		all = append(all, m.evictSandboxes(ctx, p, removed)...)
 	}
 	return errors.Join(all...)
+}
+
+// evictSandboxes removes the sandboxes of p, a pod that still exists, that
+// are dead: not ready, holding no container (but those in removed, just
+// garbage collected), and not the pod's newest, which is kept whatever its
+// state, as the last word on the pod's network and attempt. Matches the
+// kubelet's containerGC.evictSandboxes for a pod that still exists
+// (removeOldestNSandboxes(sandboxes, len-1) over the inactive ones). Without
+// it every sandbox change (a runtime or node restart, a pod whose sandbox
+// died) left one more sandbox behind for the pod's lifetime.
+func (m *Manager) evictSandboxes(ctx context.Context, p *RunningPod, removed map[string]bool) []error {
+	if len(p.Sandboxes) < 2 {
+		return nil
+	}
+	holds := map[string]bool{}
+	for _, c := range p.Containers {
+		if !removed[c.GetId()] {
+			holds[c.GetPodSandboxId()] = true
+		}
+	}
+	sandboxes := slices.Clone(p.Sandboxes)
+	sort.Slice(sandboxes, func(i, j int) bool { return sandboxes[i].GetCreatedAt() > sandboxes[j].GetCreatedAt() })
+	log := loggerFrom(ctx)
+	var all []error
+	for _, sb := range sandboxes[1:] {
+		if sb.GetState() == runtimeapi.PodSandboxState_SANDBOX_READY || holds[sb.GetId()] {
+			continue
+		}
+		if _, err := m.runtime.RemovePodSandbox(ctx, &runtimeapi.RemovePodSandboxRequest{PodSandboxId: sb.GetId()}); err != nil && !isNotFound(err) {
+			all = append(all, fmt.Errorf("remove dead sandbox %s: %w", sb.GetId(), err))
+			continue
+		}
+		log.Debug("removed dead sandbox", zap.String("podUID", string(p.UID)), zap.String("sandbox", sb.GetId()))
+	}
+	return all
 }

@@ -336,15 +336,22 @@ func (p *PodWorkers) podWorkerLoop(uid types.UID, s *podSyncStatus) {
 		}
 		p.observe(updateType, time.Since(start))
 		endSpan(span, err)
+		// Read before our own cancel below, which cancels stepCtx on
+		// every path: only UpdatePod's cancel (a shorter grace period)
+		// means the step was interrupted.
+		interrupted := stepCtx.Err() != nil && p.ctx.Err() == nil
 		cancel()
 
 		p.mu.Lock()
 		s.cancel = nil
 		next := p.resync
 		switch {
-		case err != nil && stepCtx.Err() != nil && p.ctx.Err() == nil:
+		case err != nil && interrupted:
 			// A shorter grace period interrupted the termination: go
-			// again at once.
+			// again at once. Any other failure backs off, as the
+			// kubelet's completeWork requeues a failed sync after
+			// backOffPeriod (a runtime that is away must not be called
+			// in a busy loop).
 			log.Info("termination restarted with a shorter grace period", zap.Int64p("gracePeriod", s.gracePeriod))
 			next = 0
 		case err != nil:

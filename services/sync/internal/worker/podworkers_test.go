@@ -2,6 +2,7 @@ package worker
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -20,6 +21,9 @@ type fakeHandler struct {
 	gate       chan struct{}
 	terminal   bool
 	termBlocks bool
+	// termFails is how many SyncTerminatingPod calls fail before one
+	// succeeds (the runtime away).
+	termFails  int
 	terminated chan struct{}
 }
 
@@ -43,7 +47,14 @@ func (f *fakeHandler) SyncTerminatingPod(ctx context.Context, pod *v1.Pod, grace
 	f.graces = append(f.graces, grace)
 	blocks := f.termBlocks
 	f.termBlocks = false
+	fail := f.termFails > 0
+	if fail {
+		f.termFails--
+	}
 	f.mu.Unlock()
+	if fail {
+		return errors.New("rpc error: code = Unavailable desc = connection refused")
+	}
 	if blocks {
 		<-ctx.Done() // a long grace period, interrupted
 		return ctx.Err()
@@ -211,6 +222,43 @@ func TestGracePeriodOnlyShrinks(t *testing.T) {
 			})
 		})
 	}
+}
+
+// A termination that fails (the runtime is away: containerd restarting) is
+// retried after the back-off period, as the kubelet's podWorkers.completeWork
+// requeues a failed sync; only an interruption by a shorter grace period
+// restarts it at once. The chaos suite on containerd found terminating pods
+// retried in a busy loop, thousands of times a second, while containerd
+// restarted.
+func TestFailedTerminationBacksOff(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		const backoff = 10 * time.Second
+		h := &fakeHandler{termFails: 2, terminated: make(chan struct{})}
+		w := New(ctx, h, time.Hour, backoff, nil)
+		w.UpdatePod(UpdatePodOptions{UpdateType: SyncPodKill, Pod: pod("v1"), KillPodOptions: &KillPodOptions{}})
+		for i, want := range []int{1, 2, 3} {
+			if i > 0 {
+				passResyncPeriods(1, backoff)
+			} else {
+				synctest.Wait()
+			}
+			calls, _, _ := h.snapshot()
+			got := 0
+			for _, c := range calls {
+				if c == "terminating" {
+					got++
+				}
+			}
+			if got != want {
+				t.Fatalf("after %d back-off periods: %d terminations tried (%v), want %d", i, got, calls, want)
+			}
+		}
+		waitClosed(t, h.terminated, "terminated")
+		cancel()
+		w.Wait()
+	})
 }
 
 func TestDeletionTimestampStartsTermination(t *testing.T) {
