@@ -36,14 +36,6 @@ export CONTAINERD_WITH_CNI=1
 # shellcheck source-path=SCRIPTDIR source=lib/kube.sh
 source "$root/hack/lib/kube.sh"
 
-# stop_all stops every node's containerd, showing their logs on failure.
-stop_all() {
-  local rc=$?
-  set +e
-  SHOW_LOGS=$([ "$rc" -ne 0 ] && echo 1) containerd_stop_all
-  exit "$rc"
-}
-
 # inner runs in the new network namespace: containerd per node, then the test.
 inner() {
   local workdir=$1 nodes=$2 i endpoints=""
@@ -52,7 +44,7 @@ inner() {
   # nodeAPIIP): the API server does not proxy to loopback. TEST-NET-1 on
   # lo, so nothing leaves the namespace.
   ip addr add 192.0.2.11/32 dev lo
-  trap stop_all EXIT
+  trap containerd_exit_trap EXIT
   trap 'exit 130' INT
   trap 'exit 143' TERM
   for i in $(seq 1 "$nodes"); do

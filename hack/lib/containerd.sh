@@ -17,6 +17,8 @@
 #                                 (tests that run one per node)
 #   containerd_stop_all           containerd_stop each remembered one; with
 #                                 SHOW_LOGS=1 first print each one's last lines
+#   containerd_exit_trap          an EXIT trap: containerd_stop_all, showing the
+#                                 logs when the script fails, keeping its status
 #
 # Set CONTAINERD_WITH_CNI=1 to install Debian's CNI plugins and give pods a bridge
 # network; without it only host-network pods can run, and the runtime reports
@@ -215,4 +217,11 @@ containerd_stop_all() {
     fi
     containerd_stop
   done
+}
+
+containerd_exit_trap() {
+  local rc=$?
+  set +e
+  SHOW_LOGS=$([ "$rc" -ne 0 ] && echo 1) containerd_stop_all
+  exit "$rc"
 }

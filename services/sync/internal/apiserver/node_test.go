@@ -35,12 +35,7 @@ func report(context.Context) (NodeReport, error) {
 }
 
 func findNodeCondition(n *v1.Node, t v1.NodeConditionType) *v1.NodeCondition {
-	for i := range n.Status.Conditions {
-		if n.Status.Conditions[i].Type == t {
-			return &n.Status.Conditions[i]
-		}
-	}
-	return nil
+	return findCondition(n.Status.Conditions, t)
 }
 
 // With --register-with-taints="" the Node has no taint, so any pod may be
