@@ -56,7 +56,7 @@ func run() int {
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
-	log.Info("starting splitlet-admission", zap.String("version", version), zap.String("listen", cfg.Listen))
+	log.Info("starting splitlet-admission", zap.String("version", version), zap.String("listen", cfg.Listen.Address))
 	tr, err := tracing.Setup(ctx, tracing.ServiceAdmission, cfg.Tracing)
 	if err != nil {
 		log.Error("tracing", zap.Error(err))

@@ -17,7 +17,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"strconv"
 	"strings"
@@ -32,6 +31,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/yaml"
 
+	"github.com/splitlet/splitlet/internal/apiauth"
 	"github.com/splitlet/splitlet/internal/tracing"
 	"github.com/splitlet/splitlet/services/admission/eviction"
 	"github.com/splitlet/splitlet/services/admission/nodeinfo"
@@ -39,11 +39,13 @@ import (
 
 // Defaults worth naming.
 const (
-	// DefaultListen is loopback only: admission answers sync, which runs on
-	// the same node, and its GetNode and WatchEvictions describe the node's
-	// pods. 7444 is free of the well-known node ports (kubelet 10250,
-	// node_exporter 9100, the gateway's metrics 9101).
-	DefaultListen = "127.0.0.1:7444"
+	// DefaultListen is a unix socket only its owner and group may use:
+	// admission answers sync, which runs on the same node, and its GetNode
+	// and WatchEvictions describe the node's pods. A TCP address needs a
+	// token or mutual TLS (internal/apiauth); the docs use port 7444, free
+	// of the well-known node ports (kubelet 10250, node_exporter 9100, the
+	// gateway's metrics 9101).
+	DefaultListen = "unix:///run/splitlet/admission.sock"
 	// DefaultEvaluationInterval is the kubelet's eviction monitoring
 	// period (evictionMonitoringPeriod, 10s).
 	DefaultEvaluationInterval = 10 * time.Second
@@ -58,9 +60,12 @@ const (
 // Config is the whole configuration of splitlet-admission. Field names are
 // the file's keys.
 type Config struct {
-	// Listen is the TCP address serving AdmissionService (gRPC, gRPC-Web and
-	// Connect on one port, h2c), gRPC health and /metrics.
-	Listen string `json:"listen,omitempty"`
+	// Listen is where AdmissionService (gRPC, gRPC-Web and Connect on one
+	// address, HTTP/2 in cleartext or over TLS), gRPC health and /metrics
+	// are served, and how callers of the service authenticate: the keys
+	// listen, listenTokenFile, listenTLSCertFile, listenTLSPrivateKeyFile
+	// and listenClientCAFile, and the flags of the same names.
+	apiauth.Listen `json:",inline"`
 	// LogLevel is the least severe level logged: debug, info, warn, error.
 	LogLevel string `json:"logLevel,omitempty"`
 	// Node describes the node pods are admitted against.
@@ -80,8 +85,9 @@ type Config struct {
 	ShutdownTimeout metav1.Duration `json:"shutdownTimeout,omitempty"`
 	// Profiling serves Go's pprof handlers under /debug/pprof/ on Listen,
 	// beside /metrics (the kubelet's enableProfilingHandler). Off by
-	// default, unlike the kubelet's: the listener has no authentication,
-	// and a CPU profile or trace is work any caller could start.
+	// default, unlike the kubelet's: like /metrics it needs no credential
+	// (only the AdmissionService does), and a CPU profile or trace is work
+	// any caller could start.
 	Profiling bool `json:"profiling,omitempty"`
 }
 
@@ -153,7 +159,8 @@ func Load(args []string, output io.Writer) (Config, error) {
 		fs.PrintDefaults()
 	}
 	path := fs.String("config", "", "YAML configuration file; flags below override its fields")
-	listen := fs.String("listen", DefaultListen, "TCP address serving AdmissionService (gRPC and Connect, h2c), gRPC health and /metrics")
+	listen := apiauth.Listen{Address: DefaultListen}
+	listen.AddFlags(fs, "address serving AdmissionService (gRPC and Connect), gRPC health and /metrics")
 	nodeName := fs.String("node-name", "", "the node's name and kubernetes.io/hostname label, as sync's --node-name (node.name); default: the hostname")
 	plugins := fs.String("plugins-config", "", "admission plugin chain file (pluginsConfig); empty: built-in handlers only")
 	logLevel := fs.String("log-level", "info", "least severe log level written: debug, info, warn or error")
@@ -182,7 +189,15 @@ func Load(args []string, output io.Writer) (Config, error) {
 	fs.Visit(func(f *flag.Flag) {
 		switch f.Name {
 		case "listen":
-			cfg.Listen = *listen
+			cfg.Listen.Address = listen.Address
+		case "listen-token-file":
+			cfg.Listen.TokenFile = listen.TokenFile
+		case "listen-tls-cert-file":
+			cfg.Listen.TLSCertFile = listen.TLSCertFile
+		case "listen-tls-private-key-file":
+			cfg.Listen.TLSKeyFile = listen.TLSKeyFile
+		case "listen-client-ca-file":
+			cfg.Listen.ClientCAFile = listen.ClientCAFile
 		case "node-name":
 			cfg.Node.Name = *nodeName
 		case "plugins-config":
@@ -205,7 +220,7 @@ func Load(args []string, output io.Writer) (Config, error) {
 // Default returns the configuration used when the file leaves a field out.
 func Default() Config {
 	return Config{
-		Listen:          DefaultListen,
+		Listen:          apiauth.Listen{Address: DefaultListen},
 		LogLevel:        "info",
 		ShutdownTimeout: metav1.Duration{Duration: DefaultShutdownTimeout},
 		Eviction: EvictionConfig{
@@ -235,9 +250,7 @@ func (c Config) Validate() error {
 	bad := func(field, format string, args ...any) {
 		errs = append(errs, fmt.Errorf("%s: "+format, append([]any{field}, args...)...))
 	}
-	if _, _, err := net.SplitHostPort(c.Listen); err != nil {
-		bad("listen", "%q is not host:port: %v", c.Listen, err)
-	}
+	errs = append(errs, c.Listen.Validate()...)
 	var lvl zapcore.Level
 	if err := lvl.UnmarshalText([]byte(c.LogLevel)); err != nil {
 		bad("logLevel", "%v", err)

@@ -28,8 +28,8 @@ func TestParse(t *testing.T) {
 			desc: "empty file takes the defaults",
 			yaml: "",
 			check: func(t *testing.T, c Config) {
-				if c.Listen != DefaultListen || c.LogLevel != "info" {
-					t.Errorf("listen %q logLevel %q, want defaults", c.Listen, c.LogLevel)
+				if c.Listen.Address != DefaultListen || c.LogLevel != "info" {
+					t.Errorf("listen %q logLevel %q, want defaults", c.Listen.Address, c.LogLevel)
 				}
 				if c.Eviction.EvaluationInterval.Duration != DefaultEvaluationInterval ||
 					c.Eviction.PressureTransitionPeriod.Duration != DefaultPressureTransitionPeriod {
@@ -47,6 +47,7 @@ func TestParse(t *testing.T) {
 			desc: "full file maps onto nodeinfo",
 			yaml: `
 listen: 0.0.0.0:9000
+listenTokenFile: /etc/splitlet/admission.tokens
 logLevel: debug
 pluginsConfig: /etc/splitlet/plugins.yaml
 gatewayEndpoint: unix:///run/splitlet/gateway.sock
@@ -71,7 +72,7 @@ eviction:
   nodeFsRoot: /var/lib/splitlet
 `,
 			check: func(t *testing.T, c Config) {
-				if c.Listen != "0.0.0.0:9000" || c.LogLevel != "debug" || c.PluginsConfig != "/etc/splitlet/plugins.yaml" {
+				if c.Listen.Address != "0.0.0.0:9000" || c.Listen.TokenFile != "/etc/splitlet/admission.tokens" || c.LogLevel != "debug" || c.PluginsConfig != "/etc/splitlet/plugins.yaml" {
 					t.Errorf("top level not decoded: %+v", c)
 				}
 				if c.Eviction.EvaluationInterval.Duration != 2*time.Second || c.Eviction.PressureTransitionPeriod.Duration != time.Minute {
@@ -108,6 +109,7 @@ eviction:
 		}},
 		{desc: "profiling not a bool", yaml: "profiling: sometimes", wantErr: []string{"profiling"}},
 		{desc: "bad listen", yaml: "listen: nocolon", wantErr: []string{"listen:"}},
+		{desc: "TCP listen without a credential", yaml: "listen: 127.0.0.1:7444", wantErr: []string{"--listen-token-file"}},
 		{desc: "bad log level", yaml: "logLevel: loud", wantErr: []string{"logLevel:"}},
 		{desc: "bad node name", yaml: "node: {name: Node_A}", wantErr: []string{"node.name:"}},
 		{desc: "bad label key", yaml: `node: {labels: {"a b": x}}`, wantErr: []string{`node.labels["a b"]`}},
@@ -161,7 +163,7 @@ eviction:
 
 func TestLoadFlagsOverrideFile(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "admission.yaml")
-	file := "listen: 127.0.0.1:9999\nnode: {name: from-file}\npluginsConfig: /file/plugins.yaml\nlogLevel: warn\n"
+	file := "listen: 127.0.0.1:9999\nlistenTokenFile: /t\nnode: {name: from-file}\npluginsConfig: /file/plugins.yaml\nlogLevel: warn\n"
 	if err := os.WriteFile(path, []byte(file), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -180,7 +182,7 @@ func TestLoadFlagsOverrideFile(t *testing.T) {
 		},
 		{
 			desc:       "flags win over the file",
-			args:       []string{"--config", path, "--listen", "127.0.0.1:1", "--node-name", "from-flag", "--plugins-config", "", "--log-level", "debug"},
+			args:       []string{"--config", path, "--listen", "127.0.0.1:1", "--listen-token-file", "/other", "--node-name", "from-flag", "--plugins-config", "", "--log-level", "debug"},
 			wantListen: "127.0.0.1:1", wantNode: "from-flag", wantPlugins: "", wantLevel: "debug",
 		},
 		{
@@ -195,9 +197,9 @@ func TestLoadFlagsOverrideFile(t *testing.T) {
 			if err != nil {
 				t.Fatalf("Load: %v", err)
 			}
-			if c.Listen != tc.wantListen || c.Node.Name != tc.wantNode || c.PluginsConfig != tc.wantPlugins || c.LogLevel != tc.wantLevel {
+			if c.Listen.Address != tc.wantListen || c.Node.Name != tc.wantNode || c.PluginsConfig != tc.wantPlugins || c.LogLevel != tc.wantLevel {
 				t.Errorf("got listen %q node %q plugins %q level %q, want %q %q %q %q",
-					c.Listen, c.Node.Name, c.PluginsConfig, c.LogLevel, tc.wantListen, tc.wantNode, tc.wantPlugins, tc.wantLevel)
+					c.Listen.Address, c.Node.Name, c.PluginsConfig, c.LogLevel, tc.wantListen, tc.wantNode, tc.wantPlugins, tc.wantLevel)
 			}
 		})
 	}
@@ -213,7 +215,7 @@ func TestLoadProfiling(t *testing.T) {
 		t.Fatal(err)
 	}
 	off := filepath.Join(dir, "off.yaml")
-	if err := os.WriteFile(off, []byte("listen: 127.0.0.1:9999\n"), 0o600); err != nil {
+	if err := os.WriteFile(off, []byte("logLevel: warn\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	tests := []struct {

@@ -24,7 +24,11 @@ const compressMinBytes = 1024
 func (s *Service) Handler(opts ...connect.HandlerOption) http.Handler {
 	opts = append([]connect.HandlerOption{connect.WithCompressMinBytes(compressMinBytes)}, opts...)
 	mux := http.NewServeMux()
-	mux.Handle(admissionv1connect.NewAdmissionServiceHandler(s, opts...))
+	path, h := admissionv1connect.NewAdmissionServiceHandler(s, opts...)
+	if s.guard != nil {
+		h = s.guard(h)
+	}
+	mux.Handle(path, h)
 	mux.Handle(grpchealth.NewHandler(s.health, opts...))
 	opsmux.Add(mux, s.metrics.registry, nil, s.profiling)
 	return mux

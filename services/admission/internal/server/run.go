@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"time"
 
@@ -63,7 +62,11 @@ func Run(ctx context.Context, cfg config.Config) (retErr error) {
 			return fmt.Errorf("pluginsConfig: %w", err)
 		}
 	}
-	a, err := newAdmission(ctx, node, mgr, pcfg, Options{Logger: log, Profiling: cfg.Profiling})
+	guard, err := cfg.Listen.Authenticator()
+	if err != nil {
+		return err
+	}
+	a, err := newAdmission(ctx, node, mgr, pcfg, Options{Logger: log, Profiling: cfg.Profiling, Guard: guard})
 	if err != nil {
 		return err
 	}
@@ -71,9 +74,9 @@ func Run(ctx context.Context, cfg config.Config) (retErr error) {
 	defer a.close()
 	adm, svc, plugins := a.adm, a.svc, a.plugins
 
-	lis, err := net.Listen("tcp", cfg.Listen)
+	lis, err := cfg.Listen.Listener()
 	if err != nil {
-		return fmt.Errorf("listen: %w", err)
+		return fmt.Errorf("listen %s: %w", cfg.Listen.Address, err)
 	}
 	// Admit continues sync's trace when tracing is on.
 	srv := newHTTPServer(svc.Handler(tracing.ConnectHandlerOptions()...))
@@ -193,6 +196,7 @@ func (a *admission) close() {
 func newHTTPServer(h http.Handler) *http.Server {
 	var protocols http.Protocols
 	protocols.SetHTTP1(true)
+	protocols.SetHTTP2(true)
 	protocols.SetUnencryptedHTTP2(true)
 	return &http.Server{
 		Handler:           h,

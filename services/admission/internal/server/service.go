@@ -14,6 +14,7 @@ package server
 
 import (
 	"context"
+	"net/http"
 	"sync"
 
 	"connectrpc.com/grpchealth"
@@ -85,6 +86,10 @@ type Options struct {
 	// Profiling makes Handler serve Go's pprof handlers under
 	// /debug/pprof/ beside /metrics (config.Config.Profiling).
 	Profiling bool
+	// Guard wraps the AdmissionService's handler so that only
+	// authenticated callers reach it (apiauth.Listen.Authenticator); gRPC
+	// health and the ops endpoints stay open. Nil serves every caller.
+	Guard func(http.Handler) http.Handler
 }
 
 // Service implements admissionv1connect.AdmissionServiceHandler, one file
@@ -98,6 +103,7 @@ type Service struct {
 	metrics   *metrics
 	health    *grpchealth.StaticChecker
 	profiling bool
+	guard     func(http.Handler) http.Handler
 
 	drainOnce sync.Once
 	draining  chan struct{}
@@ -124,6 +130,7 @@ func NewService(opts Options) *Service {
 		log:       log,
 		metrics:   newMetrics(),
 		profiling: opts.Profiling,
+		guard:     opts.Guard,
 		// Serving from the start: the admitter is complete before a
 		// Service exists.
 		health:   grpchealth.NewStaticChecker(admissionv1connect.AdmissionServiceName),

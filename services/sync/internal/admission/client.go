@@ -36,6 +36,10 @@ type Options struct {
 	// asking about the next, so a bound keeps the first pods of a burst
 	// from waiting for the last.
 	MaxBatch int
+	// Name names the server in errors and logs (e.g. its unix:// socket
+	// when endpoint is the base URL of a client dialling it); empty: the
+	// endpoint.
+	Name string
 	// ClientOptions are added to the Connect client's (tracing's
 	// interceptor, which carries the caller's trace context).
 	ClientOptions []connect.ClientOption
@@ -79,8 +83,11 @@ func New(endpoint string, opts Options) *Client {
 	if !strings.Contains(base, "://") {
 		base = "http://" + base
 	}
+	if opts.Name == "" {
+		opts.Name = endpoint
+	}
 	return &Client{
-		endpoint: endpoint,
+		endpoint: opts.Name,
 		opts:     opts,
 		svc:      admissionv1connect.NewAdmissionServiceClient(opts.HTTPClient, base, append([]connect.ClientOption{connect.WithGRPC()}, opts.ClientOptions...)...),
 		active:   newActiveSet(),

@@ -4,6 +4,7 @@
 package config
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -20,6 +21,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 
+	"github.com/splitlet/splitlet/internal/apiauth"
 	"github.com/splitlet/splitlet/internal/criclient"
 	"github.com/splitlet/splitlet/internal/tracing"
 	"github.com/splitlet/splitlet/services/sync/internal/sysctl"
@@ -27,10 +29,11 @@ import (
 
 // Defaults.
 const (
-	// DefaultListen is the PodService address: loopback, since the API has
-	// no authentication; 7443 sits apart from the gateway's metrics port
-	// (9101) and the kubelet's ports (10250, 10255, 10248).
-	DefaultListen          = "127.0.0.1:7443"
+	// DefaultListen is the PodService address: a unix socket only its
+	// owner and group may use (internal/apiauth). A TCP address needs a
+	// token or mutual TLS; 7443 is the port the docs use, apart from the
+	// gateway's metrics port (9101) and the kubelet's (10250, 10255, 10248).
+	DefaultListen          = "unix:///run/splitlet/sync.sock"
 	DefaultRuntimeEndpoint = "unix:///run/splitlet/gateway.sock"
 	DefaultStateDir        = "/var/lib/splitlet/sync"
 	DefaultPodLogsRoot     = "/var/log/pods"
@@ -58,7 +61,9 @@ const (
 
 // Config is splitlet-sync's configuration.
 type Config struct {
-	Listen             string
+	// Listen is where the PodService is served and how its callers
+	// authenticate.
+	Listen             apiauth.Listen
 	MetricsAddr        string
 	RuntimeEndpoint    string
 	ManifestDir        string
@@ -87,9 +92,10 @@ type Config struct {
 	// (the kubelet's fixed ContainerGCPeriod, 1 min; hidden flag, for
 	// tests).
 	ContainerGCPeriod time.Duration
-	// AdmissionEndpoint is splitlet-admission's address; empty admits
-	// every pod without asking (and evicts nothing).
-	AdmissionEndpoint string
+	// Admission is how splitlet-admission is reached (Endpoint, and the
+	// credential it asks for); an empty Endpoint admits every pod without
+	// asking (and evicts nothing).
+	Admission apiauth.Dial
 	// AdmissionTimeout bounds each Admit call.
 	AdmissionTimeout time.Duration
 	// AdmissionFailurePolicy is "Fail" (a pod waits while admission cannot
@@ -179,7 +185,8 @@ func Parse(args []string, output io.Writer) (Config, error) {
 			fmt.Fprintf(output, "  --%s\t%s (default %q)\n", f.Name, f.Usage, f.DefValue)
 		})
 	}
-	fs.StringVar(&cfg.Listen, "listen", DefaultListen, "address of the PodService (gRPC, gRPC-Web and Connect JSON over HTTP/1.1 and cleartext HTTP/2), also serving /metrics and /healthz")
+	cfg.Listen.Address = DefaultListen
+	cfg.Listen.AddFlags(fs, "address of the PodService (gRPC, gRPC-Web and Connect JSON over HTTP/1.1 and HTTP/2), also serving /metrics and /healthz")
 	fs.StringVar(&cfg.MetricsAddr, "metrics", "", "optional separate address serving Prometheus /metrics and /healthz")
 	fs.StringVar(&cfg.RuntimeEndpoint, "runtime-endpoint", DefaultRuntimeEndpoint, "CRI endpoint of splitlet-gateway (unix:///path or host:port)")
 	fs.StringVar(&cfg.ManifestDir, "manifest-dir", "", "directory of static pod manifests; empty disables the file source")
@@ -211,7 +218,11 @@ func Parse(args []string, output io.Writer) (Config, error) {
 	fs.DurationVar(&cfg.BackOffBase, "crashloop-backoff-base", DefaultBackOffBase, "first crash-loop and image-pull back-off delay")
 	fs.DurationVar(&cfg.BackOffMax, "crashloop-backoff-max", 0, "longest back-off delay; 0 means the kubelet's 5 min")
 	fs.DurationVar(&cfg.ContainerGCPeriod, "container-gc-period", DefaultContainerGCPeriod, "period of dead-container garbage collection")
-	fs.StringVar(&cfg.AdmissionEndpoint, "admission-endpoint", "", "address (host:port) of splitlet-admission's AdmissionService; empty admits every pod without asking and evicts nothing")
+	fs.StringVar(&cfg.Admission.Endpoint, "admission-endpoint", "", "splitlet-admission's AdmissionService: unix:///path, host:port or https://host:port; empty admits every pod without asking and evicts nothing")
+	fs.StringVar(&cfg.Admission.TokenFile, "admission-token-file", "", "file whose first line is the bearer token sent to --admission-endpoint (admission's --listen-token-file)")
+	fs.StringVar(&cfg.Admission.CAFile, "admission-ca-file", "", "PEM CA bundle verifying an https --admission-endpoint")
+	fs.StringVar(&cfg.Admission.CertFile, "admission-client-cert-file", "", "PEM client certificate for an https --admission-endpoint (mutual TLS)")
+	fs.StringVar(&cfg.Admission.KeyFile, "admission-client-key-file", "", "PEM private key of --admission-client-cert-file")
 	fs.DurationVar(&cfg.AdmissionTimeout, "admission-timeout", DefaultAdmissionTimeout, "longest wait for one admission decision")
 	fs.StringVar(&cfg.AdmissionFailurePolicy, "admission-failure-policy", "Fail", "when admission cannot be asked: Fail keeps new pods Pending (reason AdmissionUnavailable) and retries, Ignore admits them")
 	fs.StringVar(&cfg.Kubeconfig, "kubeconfig", "", "kubeconfig of a Kubernetes API server: run the pods bound to --node-name and write their status back; empty disables the API server source")
@@ -299,6 +310,9 @@ func Parse(args []string, output io.Writer) (Config, error) {
 		if d <= 0 {
 			return Config{}, fmt.Errorf("--%s must be positive, got %s", name, d)
 		}
+	}
+	if err := errors.Join(cfg.Listen.Validate()...); err != nil {
+		return Config{}, err
 	}
 	if cfg.AdmissionFailurePolicy != "Fail" && cfg.AdmissionFailurePolicy != "Ignore" {
 		return Config{}, fmt.Errorf("--admission-failure-policy must be Fail or Ignore, got %q", cfg.AdmissionFailurePolicy)

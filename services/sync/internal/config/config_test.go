@@ -19,7 +19,7 @@ func TestParse(t *testing.T) {
 		wantErr string
 	}{
 		{desc: "defaults", args: []string{"--node-name=n"}, check: func(c Config) bool {
-			return c.Listen == DefaultListen && c.RuntimeEndpoint == DefaultRuntimeEndpoint && c.StateDir == DefaultStateDir &&
+			return c.Listen.Address == DefaultListen && c.RuntimeEndpoint == DefaultRuntimeEndpoint && c.StateDir == DefaultStateDir &&
 				c.ResyncInterval == DefaultResyncInterval && c.RelistInterval == time.Second && c.BackOffBase == 10*time.Second &&
 				c.ManifestDir == ""
 		}},
@@ -30,11 +30,16 @@ func TestParse(t *testing.T) {
 			return len(c.NodeIPs) == 2 && c.NodeIPs[1] == "fd00::1"
 		}},
 		{desc: "admission off by default, fail-closed", args: []string{"--node-name=n"}, check: func(c Config) bool {
-			return c.AdmissionEndpoint == "" && c.AdmissionFailurePolicy == "Fail" && c.AdmissionTimeout == DefaultAdmissionTimeout
+			return c.Admission.Endpoint == "" && c.AdmissionFailurePolicy == "Fail" && c.AdmissionTimeout == DefaultAdmissionTimeout
 		}},
-		{desc: "admission flags", args: []string{"--admission-endpoint=127.0.0.1:7444", "--admission-timeout=500ms", "--admission-failure-policy=Ignore"}, check: func(c Config) bool {
-			return c.AdmissionEndpoint == "127.0.0.1:7444" && c.AdmissionTimeout == 500*time.Millisecond && c.AdmissionFailurePolicy == "Ignore"
+		{desc: "admission flags", args: []string{"--admission-endpoint=127.0.0.1:7444", "--admission-timeout=500ms", "--admission-failure-policy=Ignore", "--admission-token-file=/t"}, check: func(c Config) bool {
+			return c.Admission.Endpoint == "127.0.0.1:7444" && c.AdmissionTimeout == 500*time.Millisecond && c.AdmissionFailurePolicy == "Ignore" &&
+				c.Admission.TokenFile == "/t"
 		}},
+		{desc: "a TCP listener with a token", args: []string{"--listen=127.0.0.1:7443", "--listen-token-file=/t"}, check: func(c Config) bool {
+			return c.Listen.Address == "127.0.0.1:7443" && c.Listen.TokenFile == "/t"
+		}},
+		{desc: "a TCP listener without a credential", args: []string{"--listen=127.0.0.1:7443"}, wantErr: "--listen-token-file"},
 		{desc: "API server source off by default", args: []string{"--node-name=n"}, check: func(c Config) bool {
 			return c.Kubeconfig == "" && !c.RegisterNode
 		}},

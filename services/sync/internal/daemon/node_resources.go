@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/http"
 	"runtime"
-	"strings"
 	"sync"
 	"time"
 
@@ -13,26 +12,41 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
+	"github.com/splitlet/splitlet/internal/apiauth"
 	admissionv1 "github.com/splitlet/splitlet/proto/splitlet/admission/v1"
 	"github.com/splitlet/splitlet/proto/splitlet/admission/v1/admissionv1connect"
 	"github.com/splitlet/splitlet/services/sync/internal/apiserver"
 )
 
+// admissionConn is how sync reaches splitlet-admission: an HTTP client
+// carrying its credential, and the base URL of its AdmissionService.
+type admissionConn struct {
+	client *http.Client
+	base   string
+}
+
+// dialAdmission is the connection of d, or nil without an endpoint. It
+// speaks gRPC: HTTP/2, without TLS by prior knowledge.
+func dialAdmission(d apiauth.Dial) (*admissionConn, error) {
+	if d.Endpoint == "" {
+		return nil, nil
+	}
+	hc, base, err := d.Client(true)
+	if err != nil {
+		return nil, fmt.Errorf("--admission-endpoint: %w", err)
+	}
+	return &admissionConn{client: hc, base: base}, nil
+}
+
 // nodeReport reports the registered Node's capacity, allocatable and
 // pressure conditions: admission's view (GetNode: it knows reservations,
 // eviction thresholds and pressure) when an admission endpoint is set, else
 // the machine's CPUs, memory and the kubelet's default 110 pods.
-func nodeReport(admissionEndpoint string) apiserver.ReportFunc {
-	if admissionEndpoint == "" {
+func nodeReport(adm *admissionConn) apiserver.ReportFunc {
+	if adm == nil {
 		return machineReport
 	}
-	base := admissionEndpoint
-	if !strings.Contains(base, "://") {
-		base = "http://" + base
-	}
-	var p http.Protocols
-	p.SetUnencryptedHTTP2(true)
-	svc := admissionv1connect.NewAdmissionServiceClient(&http.Client{Transport: &http.Transport{Protocols: &p}}, base, connect.WithGRPC())
+	svc := admissionv1connect.NewAdmissionServiceClient(adm.client, adm.base, connect.WithGRPC())
 	return func(ctx context.Context) (apiserver.NodeReport, error) {
 		resp, err := svc.GetNode(ctx, connect.NewRequest(&admissionv1.GetNodeRequest{}))
 		if err != nil {

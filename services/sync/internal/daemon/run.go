@@ -94,8 +94,12 @@ func Run(ctx context.Context, cfg config.Config) error {
 	if cfg.ManifestDir != "" {
 		sources = append(sources, source.FileSourceName)
 	}
+	admissionHTTP, err := dialAdmission(cfg.Admission)
+	if err != nil {
+		return err
+	}
 	var kubeClient kubernetes.Interface
-	envOptions := kuberuntime.EnvOptions{HostIPs: cfg.NodeIPs, NodeAllocatable: nodeAllocatable(nodeReport(cfg.AdmissionEndpoint), allocatableTTL)}
+	envOptions := kuberuntime.EnvOptions{HostIPs: cfg.NodeIPs, NodeAllocatable: nodeAllocatable(nodeReport(admissionHTTP), allocatableTTL)}
 	var objects *apiserver.Objects
 	if cfg.Kubeconfig != "" {
 		kubeClient, err = apiserver.NewNodeClient(ctx, apiserver.ClientOptions{Kubeconfig: cfg.Kubeconfig,
@@ -168,9 +172,9 @@ func Run(ctx context.Context, cfg config.Config) error {
 	// nothing is evicted.
 	var admitter syncloop.Admitter = syncloop.AlwaysAdmit{}
 	var admissionClient *admission.Client
-	if cfg.AdmissionEndpoint != "" {
-		admissionClient = admission.New(cfg.AdmissionEndpoint, admission.Options{Timeout: cfg.AdmissionTimeout,
-			ClientOptions: tracing.ConnectClientOptions()})
+	if admissionHTTP != nil {
+		admissionClient = admission.New(admissionHTTP.base, admission.Options{Timeout: cfg.AdmissionTimeout,
+			HTTPClient: admissionHTTP.client, Name: cfg.Admission.Endpoint, ClientOptions: tracing.ConnectClientOptions()})
 		admitter = admissionClient
 	}
 	failurePolicy, err := syncloop.ParseFailurePolicy(cfg.AdmissionFailurePolicy)
@@ -260,7 +264,7 @@ func Run(ctx context.Context, cfg config.Config) error {
 				Name:       cfg.NodeName,
 				Labels:     cfg.NodeLabels,
 				Taints:     cfg.RegisterWithTaints,
-				Report:     nodeReport(cfg.AdmissionEndpoint),
+				Report:     nodeReport(admissionHTTP),
 				Addresses:  apiserver.NodeAddresses(cfg.NodeIPs, hostname()),
 				Runtime:    rt,
 				Images:     images,
@@ -284,20 +288,34 @@ func Run(ctx context.Context, cfg config.Config) error {
 		// Clients are on the node (loopback by default): gzip would spend
 		// CPU on every Watch event to save nothing; big Lists still shrink.
 		connect.WithCompressMinBytes(compressMinBytes))
-	mux.Handle(path, handler)
+	// Only the PodService needs a credential: /healthz and /metrics
+	// beside it do not (internal/apiauth).
+	guard, err := cfg.Listen.Authenticator()
+	if err != nil {
+		return err
+	}
+	mux.Handle(path, guard(handler))
 	addOps(mux, reg, cfg.Profiling)
-	servers := []*http.Server{newHTTPServer(cfg.Listen, mux)}
+	podLn, err := cfg.Listen.Listener()
+	if err != nil {
+		return fmt.Errorf("--listen %s: %w", cfg.Listen.Address, err)
+	}
+	listeners := []net.Listener{podLn}
+	servers := []*http.Server{newHTTPServer(mux)}
 	if cfg.MetricsAddr != "" {
 		ops := http.NewServeMux()
 		addOps(ops, reg, cfg.Profiling)
-		servers = append(servers, newHTTPServer(cfg.MetricsAddr, ops))
+		ln, err := net.Listen("tcp", cfg.MetricsAddr)
+		if err != nil {
+			podLn.Close()
+			return fmt.Errorf("--metrics %s: %w", cfg.MetricsAddr, err)
+		}
+		listeners = append(listeners, ln)
+		servers = append(servers, newHTTPServer(ops))
 	}
 	errs := make(chan error, len(servers)+1)
-	for _, srv := range servers {
-		ln, err := net.Listen("tcp", srv.Addr)
-		if err != nil {
-			return fmt.Errorf("listen %s: %w", srv.Addr, err)
-		}
+	for i, srv := range servers {
+		ln := listeners[i]
 		log.Info("serving", zap.String("addr", ln.Addr().String()))
 		go func() {
 			if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
@@ -353,13 +371,15 @@ func Run(ctx context.Context, cfg config.Config) error {
 // client that accepts it: a page of pods, not one pod or one event.
 const compressMinBytes = 64 << 10
 
-// newHTTPServer serves h over HTTP/1.1 and cleartext HTTP/2, so gRPC clients
-// (which need HTTP/2) and curl both work without TLS.
-func newHTTPServer(addr string, h http.Handler) *http.Server {
+// newHTTPServer serves h over HTTP/1.1 and HTTP/2, cleartext or over TLS
+// (when the listener is apiauth's TLS one), so gRPC clients (which need
+// HTTP/2) and curl both work.
+func newHTTPServer(h http.Handler) *http.Server {
 	var protocols http.Protocols
 	protocols.SetHTTP1(true)
+	protocols.SetHTTP2(true)
 	protocols.SetUnencryptedHTTP2(true)
-	return &http.Server{Addr: addr, Handler: h, Protocols: &protocols, ReadHeaderTimeout: 10 * time.Second}
+	return &http.Server{Handler: h, Protocols: &protocols, ReadHeaderTimeout: 10 * time.Second}
 }
 
 // addOps adds /metrics, /healthz and, with profiling, /debug/pprof/ to
