@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -155,7 +154,7 @@ func TestChaos(t *testing.T) {
 			}
 		}
 	})
-	c := &chaos{t: t, s: s, node: node, runtime: s.CRI(), client: podClient(s.SyncURL()), failures: &failures}
+	c := &chaos{t: t, s: s, node: node, runtime: s.CRI(), client: s.PodService(), failures: &failures}
 	victims := []string{"sync", "admission", "gateway", "plugin"}
 	// Restarts that must restart no container: on the fake, the gateway
 	// holds the runtime and is not among them.
@@ -309,10 +308,6 @@ func (c *chaos) fail(format string, args ...any) {
 	msg := fmt.Sprintf(format, args...)
 	*c.failures = append(*c.failures, msg)
 	c.t.Error(msg)
-}
-
-func podClient(url string) podv1connect.PodServiceClient {
-	return podv1connect.NewPodServiceClient(http.DefaultClient, url)
 }
 
 func podNames(n int) []string {

@@ -39,20 +39,21 @@ Try next:
   %[2]s/splitctl delete pod web
   %[2]s/splitctl apply -f examples/web.yaml --wait
 
-  # the PodService with Connect's JSON protocol:
-  curl -s -H 'Content-Type: application/json' -d '{"namespace":"default","name":"web"}' \
-    %[4]s/splitlet.pod.v1.PodService/Get
+  # the PodService with Connect's JSON protocol (it needs the token):
+  curl -s %[10]s-H "Authorization: Bearer $SPLITLET_TOKEN" \
+    -H 'Content-Type: application/json' -d '{"namespace":"default","name":"web"}' \
+    %[11]s/splitlet.pod.v1.PodService/Get
 
   # CRI, as sync sees it (make critest builds crictl into $SPLITLET_CACHE):
   %[5]s --runtime-endpoint unix://%[6]s ps -a%[7]s
 
   # a pod admission rejects (OutOfmemory), and admission's decisions:
   %[2]s/splitctl apply -f examples/admission/too-big.yaml; %[2]s/splitctl get pod too-big
-  curl -s http://%[8]s/metrics | grep '^admission_admit_total'
-  curl -s %[4]s/metrics | grep -E '^kubelet_running_(pods|containers)'
+  curl -s %[8]s/metrics | grep '^admission_admit_total'
+  curl -s %[10]s%[11]s/metrics | grep -E '^kubelet_running_(pods|containers)'
 
 Stop: %[9]s
-`, backend, bin, run, s.SyncURL(), crictl, s.GatewaySocket, metrics, s.AdmissionAddr, stop)
+`, backend, bin, run, s.SyncURL(), crictl, s.GatewaySocket, metrics, curlTarget(s.AdmissionAddr), stop, curlSocket(s.SyncAddr), curlBase(s.SyncAddr))
 }
 
 // rel is path relative to the working directory when it lies below it.
@@ -66,3 +67,22 @@ func rel(path string) string {
 	}
 	return path
 }
+
+// curlSocket is curl's --unix-socket option for a unix:// address, else "".
+func curlSocket(addr string) string {
+	if path, ok := strings.CutPrefix(addr, "unix://"); ok {
+		return "--unix-socket " + path + " "
+	}
+	return ""
+}
+
+// curlBase is the base URL curl is given for addr (host:port or unix://).
+func curlBase(addr string) string {
+	if strings.HasPrefix(addr, "unix://") {
+		return "http://localhost"
+	}
+	return "http://" + addr
+}
+
+// curlTarget is curl's options and base URL for addr.
+func curlTarget(addr string) string { return curlSocket(addr) + curlBase(addr) }

@@ -100,7 +100,7 @@ func Run(ctx context.Context, cfg Config) (retErr error) {
 			return
 		}
 		if cfg.RuntimeEndpoint != "" {
-			drain(cfg, s.SyncURL(), "unix://"+s.GatewaySocket, manifests)
+			drain(cfg, splitctlFor(cfg, s.SyncURL(), s.Token), "unix://"+s.GatewaySocket, manifests)
 		}
 		s.Stop()
 		log.Info("stopped the stack")
@@ -112,7 +112,7 @@ func Run(ctx context.Context, cfg Config) (retErr error) {
 		return err
 	}
 
-	ctl := splitctl{bin: filepath.Join(cfg.BinDir, "splitctl"), server: s.SyncURL()}
+	ctl := splitctlFor(cfg, s.SyncURL(), s.Token)
 	files, err := exampleFiles(cfg.ExamplesDir)
 	if err != nil {
 		return err
@@ -173,7 +173,7 @@ func Stop(cfg Config) error {
 	backend, _ := os.ReadFile(filepath.Join(cfg.Dir, "backend"))
 	if server := envValue(cfg.Dir, "SPLITLET_SERVER"); strings.TrimSpace(string(backend)) == "cri" && server != "" &&
 		stack.Running(cfg.Dir)["sync"] != 0 {
-		drain(cfg, server, envValue(cfg.Dir, "CONTAINER_RUNTIME_ENDPOINT"), filepath.Join(cfg.Dir, "manifests"))
+		drain(cfg, splitctlFor(cfg, server, envValue(cfg.Dir, "SPLITLET_TOKEN")), envValue(cfg.Dir, "CONTAINER_RUNTIME_ENDPOINT"), filepath.Join(cfg.Dir, "manifests"))
 	}
 	stopped, err := stack.StopDetached(cfg.Dir, stack.DefaultStopGrace)
 	if err != nil {
@@ -264,7 +264,8 @@ func exampleFiles(dir string) ([]string, error) {
 // writeEnv records the addresses (for `status` and for a shell to source)
 // and the backend (for `stop`).
 func writeEnv(dir string, s *stack.Stack, endpoint string) error {
-	if err := os.WriteFile(filepath.Join(dir, "env"), []byte(strings.Join(s.Env(), "\n")+"\n"), 0o644); err != nil {
+	// The env file holds the API token: only its owner reads it.
+	if err := os.WriteFile(filepath.Join(dir, "env"), []byte(strings.Join(s.Env(), "\n")+"\n"), 0o600); err != nil {
 		return err
 	}
 	backend := "fake"
@@ -289,10 +290,17 @@ func envValue(dir, key string) string {
 }
 
 // splitctl runs the project's CLI against the stack.
-type splitctl struct{ bin, server string }
+type splitctl struct{ bin, server, token string }
+
+func splitctlFor(cfg Config, server, token string) splitctl {
+	return splitctl{bin: filepath.Join(cfg.BinDir, "splitctl"), server: server, token: token}
+}
 
 func (c splitctl) run(ctx context.Context, args ...string) (string, error) {
-	out, err := exec.CommandContext(ctx, c.bin, append([]string{"--server=" + c.server}, args...)...).CombinedOutput()
+	cmd := exec.CommandContext(ctx, c.bin, append([]string{"--server=" + c.server}, args...)...)
+	// In the environment rather than on the command line, where ps shows it.
+	cmd.Env = append(os.Environ(), "SPLITLET_TOKEN="+c.token)
+	out, err := cmd.CombinedOutput()
 	return strings.TrimRight(string(out), "\n"), err
 }
 
@@ -356,12 +364,11 @@ func waitStatic(ctx context.Context, c splitctl, timeout time.Duration) error {
 // its sandboxes and containers (as a kubelet's pod leaves the API server
 // before its dead containers are collected), so drain then waits until the
 // runtime, read through the gateway, holds nothing of those pods either.
-func drain(cfg Config, server, gateway, manifests string) {
+func drain(cfg Config, ctl splitctl, gateway, manifests string) {
 	log := cfg.Logger
 	log.Info("deleting the pods from the runtime (static ones by removing their manifests)")
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	ctl := splitctl{bin: filepath.Join(cfg.BinDir, "splitctl"), server: server}
 	uids, err := ctl.podUIDs(ctx)
 	if err != nil {
 		log.Warn("listing the pods to drain", zap.Error(err))

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
 	"strconv"
 	"strings"
@@ -115,7 +114,11 @@ var ErrNoMetric = errors.New("no such metric")
 // Metric reads one sample from sync's /metrics: name is the metric's name
 // and, for a labelled sample, its labels exactly as exposed.
 func (s *Stack) Metric(name string) (float64, error) {
-	resp, err := http.Get(s.SyncURL() + "/metrics")
+	hc, base, err := s.SyncDial().Client(false)
+	if err != nil {
+		return 0, err
+	}
+	resp, err := hc.Get(base + "/metrics")
 	if err != nil {
 		return 0, err
 	}

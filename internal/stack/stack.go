@@ -2,6 +2,8 @@ package stack
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"net"
@@ -11,11 +13,15 @@ import (
 	"strings"
 	"time"
 
+	"connectrpc.com/connect"
 	"go.uber.org/zap"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/backoff"
 	"google.golang.org/grpc/credentials/insecure"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/splitlet/splitlet/internal/apiauth"
+	"github.com/splitlet/splitlet/proto/splitlet/pod/v1/podv1connect"
 )
 
 // Binary names, as `make build` and Build write them.
@@ -60,8 +66,8 @@ type Config struct {
 	// NoAdmission runs sync without admission: sync then admits every pod
 	// itself and evicts nothing.
 	NoAdmission bool
-	// AdmissionAddr is admission's listen address; empty or a port of 0
-	// takes a free loopback port.
+	// AdmissionAddr is admission's listen address, host:port or
+	// unix:///path; empty or a port of 0 takes a free loopback port.
 	AdmissionAddr string
 	// AdmissionConfig is the body of admission's configuration file. The
 	// launcher adds gatewayEndpoint and passes --listen and --node-name as
@@ -71,8 +77,9 @@ type Config struct {
 	AdmissionConfig string
 	AdmissionArgs   []string
 
-	// SyncAddr is sync's listen address (PodService, /healthz, /metrics);
-	// empty or a port of 0 takes a free loopback port.
+	// SyncAddr is sync's listen address (PodService, /healthz, /metrics),
+	// host:port or unix:///path; empty or a port of 0 takes a free
+	// loopback port. Both APIs require Stack.Token either way.
 	SyncAddr string
 	// ManifestDir, when set, is sync's static pod directory.
 	ManifestDir string
@@ -98,11 +105,16 @@ type Stack struct {
 
 	// GatewaySocket is the gateway's CRI socket path.
 	GatewaySocket string
-	// GatewayMetricsAddr, AdmissionAddr and SyncAddr are host:port ("" when
-	// not served).
+	// GatewayMetricsAddr, AdmissionAddr and SyncAddr are host:port or,
+	// for the APIs, unix:///path ("" when not served).
 	GatewayMetricsAddr string
 	AdmissionAddr      string
 	SyncAddr           string
+	// Token is the bearer token sync's and admission's APIs require
+	// (--listen-token-file); TokenFile holds it. Clients of SyncDial and
+	// PodService send it.
+	Token     string
+	TokenFile string
 	// StateDir is sync's --state-dir, LogsDir its --pod-logs-root.
 	StateDir string
 	LogsDir  string
@@ -141,6 +153,9 @@ func Start(ctx context.Context, cfg Config) (s *Stack, retErr error) {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			return nil, err
 		}
+	}
+	if err := s.writeToken(); err != nil {
+		return nil, err
 	}
 	defer func() {
 		if retErr != nil {
@@ -219,7 +234,7 @@ func (s *Stack) startGateway(ctx context.Context) error {
 }
 
 func (s *Stack) startAdmission(ctx context.Context) error {
-	addr, err := resolveAddr(s.cfg.AdmissionAddr)
+	addr, err := resolveAPIAddr(s.cfg.AdmissionAddr)
 	if err != nil {
 		return err
 	}
@@ -233,32 +248,34 @@ func (s *Stack) startAdmission(ctx context.Context) error {
 	if err := os.WriteFile(path, []byte(conf), 0o644); err != nil {
 		return err
 	}
-	args := append([]string{"--config=" + path, "--listen=" + addr, "--node-name=" + s.cfg.NodeName}, s.cfg.AdmissionArgs...)
-	s.Admission = newProcess("admission", filepath.Join(s.cfg.BinDir, AdmissionBinary), s.logPath("admission"), HTTPOK("http://"+addr+"/metrics"), args...)
+	args := append([]string{"--config=" + path, "--listen=" + addr, "--listen-token-file=" + s.TokenFile, "--node-name=" + s.cfg.NodeName}, s.cfg.AdmissionArgs...)
+	s.Admission = newProcess("admission", filepath.Join(s.cfg.BinDir, AdmissionBinary), s.logPath("admission"),
+		s.dialOK(s.dial(addr), "/metrics"), args...)
 	return s.launch(ctx, s.Admission)
 }
 
 func (s *Stack) startSync(ctx context.Context) error {
-	addr, err := resolveAddr(s.cfg.SyncAddr)
+	addr, err := resolveAPIAddr(s.cfg.SyncAddr)
 	if err != nil {
 		return err
 	}
 	s.SyncAddr = addr
 	args := []string{
 		"--listen=" + addr,
+		"--listen-token-file=" + s.TokenFile,
 		"--runtime-endpoint=unix://" + s.GatewaySocket,
 		"--state-dir=" + s.StateDir,
 		"--pod-logs-root=" + s.LogsDir,
 		"--node-name=" + s.cfg.NodeName,
 	}
 	if s.Admission != nil {
-		args = append(args, "--admission-endpoint="+s.AdmissionAddr)
+		args = append(args, "--admission-endpoint="+s.AdmissionAddr, "--admission-token-file="+s.TokenFile)
 	}
 	if s.cfg.ManifestDir != "" {
 		args = append(args, "--manifest-dir="+s.cfg.ManifestDir)
 	}
 	args = append(args, s.cfg.SyncArgs...)
-	s.Sync = newProcess("sync", filepath.Join(s.cfg.BinDir, SyncBinary), s.logPath("sync"), HTTPOK("http://"+addr+"/healthz"), args...)
+	s.Sync = newProcess("sync", filepath.Join(s.cfg.BinDir, SyncBinary), s.logPath("sync"), s.dialOK(s.SyncDial(), "/healthz"), args...)
 	return s.launch(ctx, s.Sync)
 }
 
@@ -300,8 +317,47 @@ func (s *Stack) Alive() error {
 	return nil
 }
 
-// SyncURL is the base URL of sync's PodService.
-func (s *Stack) SyncURL() string { return "http://" + s.SyncAddr }
+// SyncURL is sync's PodService endpoint: http://host:port, or
+// unix:///path (which SyncDial's client dials).
+func (s *Stack) SyncURL() string {
+	if strings.HasPrefix(s.SyncAddr, apiauth.UnixScheme) {
+		return s.SyncAddr
+	}
+	return "http://" + s.SyncAddr
+}
+
+// SyncDial reaches sync's PodService with the stack's token.
+func (s *Stack) SyncDial() apiauth.Dial { return s.dial(s.SyncAddr) }
+
+// AdmissionDial reaches admission's AdmissionService with the token.
+func (s *Stack) AdmissionDial() apiauth.Dial { return s.dial(s.AdmissionAddr) }
+
+func (s *Stack) dial(addr string) apiauth.Dial {
+	return apiauth.Dial{Endpoint: addr, Token: s.Token}
+}
+
+// PodService is a client of sync's PodService speaking the Connect
+// protocol (HTTP/1.1), with the stack's token.
+func (s *Stack) PodService(opts ...connect.ClientOption) podv1connect.PodServiceClient {
+	hc, base, err := s.SyncDial().Client(false)
+	if err != nil {
+		// SyncAddr was checked when sync started.
+		panic(err)
+	}
+	return podv1connect.NewPodServiceClient(hc, base, opts...)
+}
+
+// writeToken makes the stack's API token: 32 random bytes, hex, in a
+// file only its owner reads.
+func (s *Stack) writeToken() error {
+	b := make([]byte, 32)
+	if _, err := rand.Read(b); err != nil {
+		return err
+	}
+	s.Token = hex.EncodeToString(b)
+	s.TokenFile = filepath.Join(s.cfg.Dir, "api.token")
+	return os.WriteFile(s.TokenFile, []byte(s.Token+"\n"), 0o600)
+}
 
 // CRI is a client of the gateway's RuntimeService on the launcher's
 // connection; it stays usable across gateway restarts.
@@ -323,9 +379,12 @@ func (s *Stack) Images() runtimeapi.ImageServiceClient {
 func (s *Stack) Env() []string {
 	env := []string{
 		"SPLITLET_SERVER=" + s.SyncURL(),
+		"SPLITLET_TOKEN=" + s.Token,
 		"CONTAINER_RUNTIME_ENDPOINT=unix://" + s.GatewaySocket,
 	}
-	if s.AdmissionAddr != "" {
+	if strings.HasPrefix(s.AdmissionAddr, apiauth.UnixScheme) {
+		env = append(env, "SPLITLET_ADMISSION="+s.AdmissionAddr)
+	} else if s.AdmissionAddr != "" {
 		env = append(env, "SPLITLET_ADMISSION=http://"+s.AdmissionAddr)
 	}
 	if s.GatewayMetricsAddr != "" {
@@ -399,6 +458,14 @@ func Running(dir string) map[string]int {
 // start naming the address.
 func FreeAddr() (string, error) { return resolveAddr("") }
 
+// resolveAPIAddr is resolveAddr, keeping a unix:///path as it is.
+func resolveAPIAddr(addr string) (string, error) {
+	if strings.HasPrefix(addr, apiauth.UnixScheme) {
+		return addr, nil
+	}
+	return resolveAddr(addr)
+}
+
 // resolveAddr turns "" or host:0 into a free port on host (127.0.0.1 by
 // default) and returns any other address as it is.
 func resolveAddr(addr string) (string, error) {
@@ -424,7 +491,9 @@ func resolveAddr(addr string) (string, error) {
 }
 
 // HTTPOK is a health check: GET url answers 200.
-func HTTPOK(url string) Check {
+func HTTPOK(url string) Check { return httpOK(http.DefaultClient, url) }
+
+func httpOK(hc *http.Client, url string) Check {
 	return func(ctx context.Context) error {
 		ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 		defer cancel()
@@ -432,7 +501,7 @@ func HTTPOK(url string) Check {
 		if err != nil {
 			return err
 		}
-		resp, err := http.DefaultClient.Do(req)
+		resp, err := hc.Do(req)
 		if err != nil {
 			return err
 		}
@@ -442,6 +511,15 @@ func HTTPOK(url string) Check {
 		}
 		return nil
 	}
+}
+
+// dialOK is HTTPOK over d's client (a unix socket, or TCP).
+func (s *Stack) dialOK(d apiauth.Dial, path string) Check {
+	hc, base, err := d.Client(false)
+	if err != nil {
+		return func(context.Context) error { return err }
+	}
+	return httpOK(hc, base+path)
 }
 
 // criReady is the gateway's health check: CRI Version answers.

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/splitlet/splitlet/internal/apiauth"
 	"go.uber.org/zap/zaptest"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
@@ -87,9 +88,12 @@ func TestStartWiresThreeProcesses(t *testing.T) {
 	if name := criVersion(t, s); name == "" {
 		t.Error("gateway answered Version with no runtime name")
 	}
-	for _, url := range []string{s.SyncURL() + "/healthz", "http://" + s.AdmissionAddr + "/metrics", "http://" + s.GatewayMetricsAddr + "/healthz"} {
-		if err := HTTPOK(url)(context.Background()); err != nil {
-			t.Errorf("%s: %v", url, err)
+	for _, check := range []struct {
+		d    apiauth.Dial
+		path string
+	}{{s.SyncDial(), "/healthz"}, {s.AdmissionDial(), "/metrics"}, {apiauth.Dial{Endpoint: s.GatewayMetricsAddr}, "/healthz"}} {
+		if err := s.dialOK(check.d, check.path)(context.Background()); err != nil {
+			t.Errorf("%s%s: %v", check.d.Endpoint, check.path, err)
 		}
 	}
 	// sync was told where admission is, and admission where the gateway is.
@@ -141,7 +145,7 @@ func TestKillAndRestart(t *testing.T) {
 	}
 	// The launcher's connection reaches the restarted gateway.
 	criVersion(t, s)
-	if err := HTTPOK(s.SyncURL() + "/healthz")(context.Background()); err != nil {
+	if err := s.dialOK(s.SyncDial(), "/healthz")(context.Background()); err != nil {
 		t.Error(err)
 	}
 	// Both runs wrote to one log.
@@ -266,7 +270,7 @@ func TestGatewayOnlyAndStartProcess(t *testing.T) {
 	dir := shortDir(t)
 	p, err := StartProcess(context.Background(), "other", filepath.Join(binDir, SyncBinary), filepath.Join(dir, "other.log"),
 		HTTPOK("http://"+addr+"/healthz"), 20*time.Second,
-		"--listen="+addr, "--runtime-endpoint=unix://"+s.GatewaySocket, "--state-dir="+filepath.Join(dir, "state"),
+		"--listen="+addr, "--listen-token-file="+s.TokenFile, "--runtime-endpoint=unix://"+s.GatewaySocket, "--state-dir="+filepath.Join(dir, "state"),
 		"--pod-logs-root="+filepath.Join(dir, "logs"), "--node-name=other")
 	if err != nil {
 		t.Fatal(err)

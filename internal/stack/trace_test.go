@@ -2,7 +2,6 @@ package stack
 
 import (
 	"context"
-	"net/http"
 	"slices"
 	"strings"
 	"testing"
@@ -13,7 +12,6 @@ import (
 	"github.com/splitlet/splitlet/internal/tracing"
 	"github.com/splitlet/splitlet/internal/tracing/tracetest"
 	podv1 "github.com/splitlet/splitlet/proto/splitlet/pod/v1"
-	"github.com/splitlet/splitlet/proto/splitlet/pod/v1/podv1connect"
 )
 
 // The gateway's server span of the sandbox's creation, as otelgrpc names it.
@@ -35,7 +33,7 @@ func TestPodStartTraceAcrossProcesses(t *testing.T) {
 	s := startStack(t, Config{GatewayArgs: []string{endpoint}, AdmissionArgs: []string{endpoint}, SyncArgs: []string{endpoint}})
 
 	const pod = "traced"
-	client := podv1connect.NewPodServiceClient(http.DefaultClient, s.SyncURL())
+	client := s.PodService()
 	manifest := "apiVersion: v1\nkind: Pod\nmetadata: {name: " + pod + ", namespace: default}\n" +
 		"spec:\n  containers: [{name: app, image: busybox:1.36}]\n"
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)

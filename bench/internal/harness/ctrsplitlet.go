@@ -75,7 +75,11 @@ func runSplitletCtr(ctx context.Context, cfg CtrConfig, rt runtimeapi.RuntimeSer
 
 	octx, ocancel := context.WithCancel(ctx)
 	defer ocancel()
-	s := &splitletCtr{cfg: cfg, rt: rt, client: newPodClient(st.SyncURL()),
+	client, err := newPodClient(st.SyncDial())
+	if err != nil {
+		return failed(err)
+	}
+	s := &splitletCtr{cfg: cfg, rt: rt, client: client,
 		metricsURL: "http://" + st.GatewayMetricsAddr + "/metrics"}
 	s.obs = newPodObserver(s.client)
 	watching := make(chan struct{})

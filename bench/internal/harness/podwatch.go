@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/http"
 	"time"
 
 	"connectrpc.com/connect"
@@ -12,21 +11,22 @@ import (
 	"google.golang.org/protobuf/types/known/structpb"
 	v1 "k8s.io/api/core/v1"
 
+	"github.com/splitlet/splitlet/internal/apiauth"
 	"github.com/splitlet/splitlet/internal/logctx"
 	podv1 "github.com/splitlet/splitlet/proto/splitlet/pod/v1"
 	"github.com/splitlet/splitlet/proto/splitlet/pod/v1/podv1connect"
 )
 
 // newPodClient returns a PodService client speaking gRPC over cleartext
-// HTTP/2: one connection multiplexes the watch and every concurrent Apply,
-// as splitctl instances sharing a node would not, but as a controller would.
-func newPodClient(baseURL string) podv1connect.PodServiceClient {
-	tr := &http.Transport{
-		// gRPC needs HTTP/2; the server speaks it in cleartext (h2c).
-		Protocols: new(http.Protocols),
+// HTTP/2 with the stack's token: one connection multiplexes the watch and
+// every concurrent Apply, as splitctl instances sharing a node would not,
+// but as a controller would.
+func newPodClient(d apiauth.Dial) (podv1connect.PodServiceClient, error) {
+	hc, base, err := d.Client(true)
+	if err != nil {
+		return nil, err
 	}
-	tr.Protocols.SetUnencryptedHTTP2(true)
-	return podv1connect.NewPodServiceClient(&http.Client{Transport: tr}, baseURL, connect.WithGRPC())
+	return podv1connect.NewPodServiceClient(hc, base, connect.WithGRPC()), nil
 }
 
 // podObserver marks pods from PodService.Watch: running once every container

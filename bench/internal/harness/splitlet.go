@@ -40,7 +40,11 @@ func runSplitlet(ctx context.Context, cfg Config, n int) (r Result) {
 
 	octx, ocancel := context.WithCancel(ctx)
 	defer ocancel()
-	client := newPodClient(st.SyncURL())
+	client, err := newPodClient(st.SyncDial())
+	if err != nil {
+		r.fail(err)
+		return r
+	}
 	podObs := newPodObserver(client)
 	criObs := newCRIObserver(conn, samePodName)
 	watching, criSubscribed := make(chan struct{}), make(chan struct{})

@@ -73,8 +73,8 @@ func parse(args []string) (localstack.Config, string, error) {
 	fs.StringVar(&cfg.Dir, "dir", "_out/run", "state, sockets and logs")
 	fs.StringVar(&cfg.ExamplesDir, "examples", "examples", "pods to apply (*.yaml) and static pods (static/*.yaml)")
 	fs.StringVar(&cfg.RuntimeEndpoint, "runtime-endpoint", "", "CRI endpoint for the gateway's cri backend (unix:///run/containerd/containerd.sock); empty runs the fake backend")
-	fs.StringVar(&cfg.SyncAddr, "sync-addr", "127.0.0.1:7443", "sync's PodService address")
-	fs.StringVar(&cfg.AdmissionAddr, "admission-addr", "127.0.0.1:7444", "admission's address")
+	fs.StringVar(&cfg.SyncAddr, "sync-addr", "", "sync's PodService address, host:port or unix:///path (default: unix://DIR/sync.sock)")
+	fs.StringVar(&cfg.AdmissionAddr, "admission-addr", "", "admission's address, host:port or unix:///path (default: unix://DIR/admission.sock)")
 	fs.StringVar(&cfg.GatewayMetricsAddr, "gateway-metrics-addr", "127.0.0.1:9101", "the gateway's /metrics and /healthz address")
 	fs.StringVar(&cfg.NodeName, "node-name", "", "node name given to admission and sync (default: the hostname)")
 	fs.StringVar(&cfg.NodeIP, "node-ip", firstIP(), "the node's IP, which host-network pods report (default: the first non-loopback IPv4 address)")
@@ -115,6 +115,23 @@ func parse(args []string) (localstack.Config, string, error) {
 	abs(&cfg.Dir)
 	abs(&cfg.BinDir)
 	abs(&cfg.ExamplesDir)
+	// The APIs listen where they do by default, on unix sockets (here in
+	// DIR); a DIR too deep for a socket's 108 bytes takes the ports the
+	// docs use, which need the stack's token as well.
+	for _, a := range []struct {
+		addr *string
+		name string
+		port string
+	}{{&cfg.SyncAddr, "sync.sock", "7443"}, {&cfg.AdmissionAddr, "admission.sock", "7444"}} {
+		if *a.addr != "" {
+			continue
+		}
+		if sock := filepath.Join(cfg.Dir, a.name); len(sock) < 100 {
+			*a.addr = "unix://" + sock
+		} else {
+			*a.addr = "127.0.0.1:" + a.port
+		}
+	}
 	cfg.Out = os.Stdout
 	level := zapcore.InfoLevel
 	if *verbose {

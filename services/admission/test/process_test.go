@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -113,7 +114,11 @@ func start(t *testing.T, configYAML string, args ...string) *process {
 	if err := os.WriteFile(cfgPath, []byte(configYAML), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(bin, append([]string{"--config", cfgPath, "--listen", "127.0.0.1:0", "--log-level", "debug"}, args...)...)
+	tokenPath := filepath.Join(t.TempDir(), "tokens")
+	if err := os.WriteFile(tokenPath, []byte(testToken+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, append([]string{"--config", cfgPath, "--listen", "127.0.0.1:0", "--listen-token-file", tokenPath, "--log-level", "debug"}, args...)...)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -174,9 +179,29 @@ func (p *process) stop(t *testing.T) error {
 	}
 }
 
-func (p *process) dial(t *testing.T) *grpc.ClientConn {
+// testToken is the bearer token start gives admission's --listen-token-file.
+const testToken = "process-test-token"
+
+// bearerToken sends a token on every call; without TLS, as admission
+// listens on loopback in these tests.
+type bearerToken string
+
+func (b bearerToken) GetRequestMetadata(context.Context, ...string) (map[string]string, error) {
+	return map[string]string{"authorization": "Bearer " + string(b)}, nil
+}
+func (bearerToken) RequireTransportSecurity() bool { return false }
+
+// dial connects with the token start configured.
+func (p *process) dial(t *testing.T) *grpc.ClientConn { return p.dialAs(t, testToken) }
+
+// dialAs connects sending token ("" sends none).
+func (p *process) dialAs(t *testing.T, token string) *grpc.ClientConn {
 	t.Helper()
-	conn, err := grpc.NewClient(p.addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	opts := []grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}
+	if token != "" {
+		opts = append(opts, grpc.WithPerRPCCredentials(bearerToken(token)))
+	}
+	conn, err := grpc.NewClient(p.addr, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -212,6 +237,37 @@ func encode(t *testing.T, pods ...*v1.Pod) [][]byte {
 		out = append(out, b)
 	}
 	return out
+}
+
+// Admission on TCP requires its token: a call without it, or with another,
+// is Unauthenticated and decides nothing; gRPC health needs none.
+func TestProcessRefusesUnauthenticatedCalls(t *testing.T) {
+	p := start(t, nodeConfig(t, ""))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for _, token := range []string{"", "not-" + testToken} {
+		conn := p.dialAs(t, token)
+		_, err := admissionv1.NewAdmissionServiceClient(conn).Admit(ctx, &admissionv1.AdmitRequest{})
+		if status.Code(err) != codes.Unauthenticated {
+			t.Errorf("Admit with token %q: %v, want Unauthenticated", token, err)
+		}
+		health, err := healthpb.NewHealthClient(conn).Check(ctx, &healthpb.HealthCheckRequest{})
+		if err != nil || health.Status != healthpb.HealthCheckResponse_SERVING {
+			t.Errorf("health without a valid token: %v, %v", health, err)
+		}
+	}
+	// /metrics needs no token either, and shows no decision was made.
+	resp, err := http.Get("http://" + p.addr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	for _, line := range strings.Split(string(body), "\n") {
+		if strings.HasPrefix(line, "admission_admit_total{") && !strings.HasSuffix(line, " 0") {
+			t.Errorf("an unauthenticated call was decided: %s", line)
+		}
+	}
 }
 
 func TestProcessAdmitOverGRPC(t *testing.T) {
@@ -402,7 +458,7 @@ func TestProcessRefusesChangedPlugin(t *testing.T) {
 	if err := os.WriteFile(cfgPath, []byte(nodeConfig(t, "")), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(binary(t, admissionPkg), "--config", cfgPath, "--listen", "127.0.0.1:0", "--plugins-config", pluginsPath)
+	cmd := exec.Command(binary(t, admissionPkg), "--config", cfgPath, "--listen", "unix://"+filepath.Join(t.TempDir(), "admission.sock"), "--plugins-config", pluginsPath)
 	out, err := cmd.CombinedOutput()
 	var exit *exec.ExitError
 	if !errorsAs(err, &exit) || exit.ExitCode() != 1 {

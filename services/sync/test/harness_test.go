@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -136,7 +135,7 @@ func startStack(t *testing.T, opts stackOptions) *stack {
 		t:      t,
 		dir:    dir,
 		addr:   st.SyncAddr,
-		client: podv1connect.NewPodServiceClient(http.DefaultClient, st.SyncURL()),
+		client: st.PodService(),
 		cri:    st.CRI(),
 	}
 }

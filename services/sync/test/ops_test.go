@@ -2,9 +2,7 @@ package test
 
 import (
 	"context"
-	"crypto/tls"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"strings"
@@ -12,7 +10,6 @@ import (
 	"time"
 
 	"connectrpc.com/connect"
-	"golang.org/x/net/http2"
 	v1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
@@ -24,13 +21,11 @@ import (
 func TestGRPCProtocol(t *testing.T) {
 	s := startStack(t, stackOptions{})
 	s.apply(webPod)
-	h2c := &http.Client{Transport: &http2.Transport{
-		AllowHTTP: true,
-		DialTLSContext: func(ctx context.Context, network, addr string, _ *tls.Config) (net.Conn, error) {
-			return (&net.Dialer{}).DialContext(ctx, network, addr)
-		},
-	}}
-	client := podv1connect.NewPodServiceClient(h2c, "http://"+s.addr, connect.WithGRPC())
+	h2c, base, err := s.SyncDial().Client(true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	client := podv1connect.NewPodServiceClient(h2c, base, connect.WithGRPC())
 	resp, err := client.Get(context.Background(), connect.NewRequest(&podv1.GetRequest{Namespace: "default", Name: "web"}))
 	if err != nil {
 		t.Fatalf("gRPC Get: %v", err)

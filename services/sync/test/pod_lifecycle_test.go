@@ -99,7 +99,11 @@ func TestPodRuns(t *testing.T) {
 	}
 
 	// curl's view: Connect JSON over plain HTTP/1.1.
-	httpResp, err := http.Post("http://"+s.addr+"/splitlet.pod.v1.PodService/Get", "application/json",
+	hc, base, err := s.SyncDial().Client(false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	httpResp, err := hc.Post(base+"/splitlet.pod.v1.PodService/Get", "application/json",
 		strings.NewReader(`{"namespace":"default","name":"web"}`))
 	if err != nil {
 		t.Fatal(err)

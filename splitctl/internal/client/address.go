@@ -10,21 +10,35 @@ import (
 	"strings"
 
 	"sigs.k8s.io/yaml"
+
+	"github.com/splitlet/splitlet/internal/apiauth"
 )
 
 const (
 	// DefaultServer is where splitlet-sync serves the PodService by default.
-	DefaultServer = "http://127.0.0.1:7443"
+	DefaultServer = "unix:///run/splitlet/sync.sock"
 	// ServerEnv names the environment variable holding the server address.
 	ServerEnv = "SPLITLET_SERVER"
+	// TokenEnv names the environment variable holding the bearer token.
+	TokenEnv = "SPLITLET_TOKEN"
 	// ConfigEnv names the environment variable holding the config file path.
 	ConfigEnv = "SPLITLET_CONFIG"
 )
 
 // Config is splitctl's config file, ~/.config/splitlet/config.yaml.
 type Config struct {
-	// Server is the PodService base URL, e.g. http://127.0.0.1:7443.
+	// Server is the PodService address, e.g. unix:///run/splitlet/sync.sock
+	// or https://127.0.0.1:7443.
 	Server string `json:"server,omitempty"`
+	// Token is the bearer token sync's --listen-token-file holds;
+	// TokenFile names a file whose first line is one.
+	Token     string `json:"token,omitempty"`
+	TokenFile string `json:"tokenFile,omitempty"`
+	// CertificateAuthority verifies an https server; ClientCertificate
+	// and ClientKey are splitctl's certificate (mutual TLS).
+	CertificateAuthority string `json:"certificateAuthority,omitempty"`
+	ClientCertificate    string `json:"clientCertificate,omitempty"`
+	ClientKey            string `json:"clientKey,omitempty"`
 }
 
 // AddressSource says where ResolveServer found the address, for -v output
@@ -103,6 +117,12 @@ func ResolveServer(flag string, getenv Getenv, configPath string) (string, Addre
 }
 
 func normalize(addr string) (string, error) {
+	if path, ok := strings.CutPrefix(addr, "unix://"); ok {
+		if !strings.HasPrefix(path, "/") {
+			return "", errors.New("a unix socket is unix:// and an absolute path")
+		}
+		return addr, nil
+	}
 	if !strings.Contains(addr, "://") {
 		addr = "http://" + addr
 	}
@@ -111,10 +131,39 @@ func normalize(addr string) (string, error) {
 		return "", err
 	}
 	if u.Scheme != "http" && u.Scheme != "https" {
-		return "", fmt.Errorf("scheme %q is not http or https", u.Scheme)
+		return "", fmt.Errorf("scheme %q is not unix, http or https", u.Scheme)
 	}
 	if u.Host == "" {
 		return "", errors.New("no host")
 	}
 	return strings.TrimRight(u.String(), "/"), nil
+}
+
+// Credentials are the flags that say how splitctl proves who it is.
+type Credentials struct {
+	Token, CertificateAuthority, ClientCertificate, ClientKey string
+}
+
+// Dial is how splitctl reaches server: each credential from its flag,
+// then (the token) SPLITLET_TOKEN, then the config file.
+func Dial(server string, flags Credentials, getenv Getenv, configPath string) (apiauth.Dial, error) {
+	cfg, err := LoadConfig(configPath)
+	if err != nil {
+		return apiauth.Dial{}, err
+	}
+	d := apiauth.Dial{Endpoint: server, Token: flags.Token, CAFile: flags.CertificateAuthority,
+		CertFile: flags.ClientCertificate, KeyFile: flags.ClientKey}
+	if d.Token == "" {
+		d.Token = getenv(TokenEnv)
+	}
+	if d.Token == "" {
+		d.Token, d.TokenFile = cfg.Token, cfg.TokenFile
+	}
+	if d.CAFile == "" {
+		d.CAFile = cfg.CertificateAuthority
+	}
+	if d.CertFile == "" && d.KeyFile == "" {
+		d.CertFile, d.KeyFile = cfg.ClientCertificate, cfg.ClientKey
+	}
+	return d, nil
 }

@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/splitlet/splitlet/internal/apiauth"
 )
 
 func TestResolveServer(t *testing.T) {
@@ -33,7 +35,9 @@ func TestResolveServer(t *testing.T) {
 		{desc: "host:port gets http://", flag: "127.0.0.1:9000", want: "http://127.0.0.1:9000", wantSource: SourceFlag},
 		{desc: "trailing slash removed", flag: "https://node:7443/", want: "https://node:7443", wantSource: SourceFlag},
 		{desc: "unknown config key is an error", configPath: badCfg, wantErr: `unknown field "sever"`},
-		{desc: "bad scheme", flag: "unix:///run/x.sock", wantErr: `scheme "unix" is not http or https`},
+		{desc: "a unix socket is kept", flag: "unix:///run/x.sock", want: "unix:///run/x.sock", wantSource: SourceFlag},
+		{desc: "a relative unix socket", flag: "unix://run/x.sock", wantErr: "absolute path"},
+		{desc: "bad scheme", flag: "ftp://node:21", wantErr: `scheme "ftp" is not unix, http or https`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.desc, func(t *testing.T) {
@@ -72,5 +76,37 @@ func TestDefaultConfigPath(t *testing.T) {
 				t.Errorf("got %q, want %q", got, tc.want)
 			}
 		})
+	}
+}
+
+func TestDialCredentials(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "config.yaml")
+	if err := os.WriteFile(cfg, []byte("tokenFile: /etc/t\ncertificateAuthority: /ca\nclientCertificate: /c\nclientKey: /k\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{TokenEnv: "from-env"}
+	for _, tc := range []struct {
+		desc  string
+		flags Credentials
+		env   map[string]string
+		check func(d apiauth.Dial) bool
+	}{
+		{"flag beats env", Credentials{Token: "from-flag"}, env, func(d apiauth.Dial) bool { return d.Token == "from-flag" }},
+		{"env beats config", Credentials{}, env, func(d apiauth.Dial) bool { return d.Token == "from-env" && d.TokenFile == "" }},
+		{"config last", Credentials{}, nil, func(d apiauth.Dial) bool {
+			return d.Token == "" && d.TokenFile == "/etc/t" && d.CAFile == "/ca" && d.CertFile == "/c" && d.KeyFile == "/k"
+		}},
+		{"flags beat config", Credentials{CertificateAuthority: "/ca2", ClientCertificate: "/c2", ClientKey: "/k2"}, nil, func(d apiauth.Dial) bool {
+			return d.CAFile == "/ca2" && d.CertFile == "/c2" && d.KeyFile == "/k2"
+		}},
+	} {
+		d, err := Dial("unix:///s", tc.flags, func(k string) string { return tc.env[k] }, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !tc.check(d) {
+			t.Errorf("%s: got %+v", tc.desc, d)
+		}
 	}
 }

@@ -13,18 +13,19 @@ import (
 )
 
 // New returns a PodService client for the server at baseURL, speaking the
-// Connect protocol over plain HTTP (streams work over HTTP/1.1 too). Every
-// error it returns has gone through convert. Unary calls are retried while
-// the server is away for up to retryTimeout (retryInterceptor; 0 never
-// retries).
-func New(baseURL string, httpClient *http.Client, retryTimeout time.Duration) podv1connect.PodServiceClient {
+// Connect protocol over HTTP (streams work over HTTP/1.1 too); server
+// names it in errors (its unix:// socket, when httpClient dials one).
+// Every error it returns has gone through convert. Unary calls are retried
+// while the server is away for up to retryTimeout (retryInterceptor; 0
+// never retries).
+func New(server, baseURL string, httpClient *http.Client, retryTimeout time.Duration) podv1connect.PodServiceClient {
 	if httpClient == nil {
 		httpClient = &http.Client{}
 	}
 	// The first interceptor is the outermost: errors are converted after
 	// the retries, which see Connect's own.
 	return podv1connect.NewPodServiceClient(httpClient, baseURL,
-		connect.WithInterceptors(&errorInterceptor{server: baseURL}, &retryInterceptor{timeout: retryTimeout, sleep: sleepCtx}))
+		connect.WithInterceptors(&errorInterceptor{server: server}, &retryInterceptor{timeout: retryTimeout, sleep: sleepCtx}))
 }
 
 // errorInterceptor converts errors at the boundary and logs each call at

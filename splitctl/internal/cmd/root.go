@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
 	"strings"
 	"time"
@@ -30,8 +29,6 @@ type Env struct {
 	ErrOut io.Writer
 	// Getenv reads the environment (os.Getenv in main).
 	Getenv func(string) string
-	// HTTPClient talks to the server; nil means a default client.
-	HTTPClient *http.Client
 	// Now is the clock for AGE columns and waits.
 	Now func() time.Time
 	// IsTerminal reports whether ErrOut is a terminal (spinner vs. lines).
@@ -50,6 +47,7 @@ func (e *ExitError) Error() string { return fmt.Sprintf("exit code %d", e.Code) 
 type globals struct {
 	env        *Env
 	server     string
+	creds      client.Credentials
 	namespace  string
 	configPath string
 	verbosity  int
@@ -68,7 +66,15 @@ func (g *globals) client(ctx context.Context) (podv1connect.PodServiceClient, er
 		return nil, err
 	}
 	logctx.From(ctx).Debug("server", zap.String("address", addr), zap.String("from", string(src)))
-	return client.New(addr, g.env.HTTPClient, g.retryTimeout), nil
+	dial, err := client.Dial(addr, g.creds, g.env.Getenv, cfgPath)
+	if err != nil {
+		return nil, err
+	}
+	hc, base, err := dial.Client(false)
+	if err != nil {
+		return nil, err
+	}
+	return client.New(addr, base, hc, g.retryTimeout), nil
 }
 
 // NewRootCommand builds the command tree.
@@ -95,7 +101,11 @@ then ` + client.DefaultServer + `.`,
 	root.SetOut(env.Out)
 	root.SetErr(env.ErrOut)
 	pf := root.PersistentFlags()
-	pf.StringVar(&g.server, "server", "", "The address of splitlet-sync's PodService (env "+client.ServerEnv+")")
+	pf.StringVar(&g.server, "server", "", "The address of splitlet-sync's PodService: unix:///path, http(s)://host:port (env "+client.ServerEnv+")")
+	pf.StringVar(&g.creds.Token, "token", "", "Bearer token for the server (env "+client.TokenEnv+"; config token or tokenFile)")
+	pf.StringVar(&g.creds.CertificateAuthority, "certificate-authority", "", "Path to a CA bundle verifying an https server")
+	pf.StringVar(&g.creds.ClientCertificate, "client-certificate", "", "Path to a client certificate for mutual TLS")
+	pf.StringVar(&g.creds.ClientKey, "client-key", "", "Path to the client certificate's key")
 	pf.StringVarP(&g.namespace, "namespace", "n", "default", "The namespace scope for this request")
 	pf.StringVar(&g.configPath, "config", "", "Path to the splitctl config file (env "+client.ConfigEnv+"; default ~/.config/splitlet/config.yaml)")
 	pf.IntVarP(&g.verbosity, "v", "v", 0, "Log level for debug output on stderr")

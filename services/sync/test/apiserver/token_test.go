@@ -3,7 +3,6 @@ package apiserver_test
 import (
 	"context"
 	"fmt"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,7 +18,6 @@ import (
 	"connectrpc.com/connect"
 
 	podv1 "github.com/splitlet/splitlet/proto/splitlet/pod/v1"
-	"github.com/splitlet/splitlet/proto/splitlet/pod/v1/podv1connect"
 )
 
 // A pod on containerd reads the API with the service account token sync
@@ -81,7 +79,7 @@ func TestPodReadsTheAPIWithItsToken(t *testing.T) {
 	})
 	// Its output, through sync's PodService (this stack serves no node
 	// API for the API server's logs proxy).
-	logs, err := podv1connect.NewPodServiceClient(http.DefaultClient, s.SyncURL()).
+	logs, err := s.PodService().
 		Logs(ctx, connect.NewRequest(&podv1.LogsRequest{Namespace: ns, Name: pod.Name}))
 	if err != nil {
 		t.Fatal(err)

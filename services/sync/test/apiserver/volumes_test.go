@@ -3,7 +3,6 @@ package apiserver_test
 import (
 	"context"
 	"io/fs"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,7 +14,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	podv1 "github.com/splitlet/splitlet/proto/splitlet/pod/v1"
-	"github.com/splitlet/splitlet/proto/splitlet/pod/v1/podv1connect"
 )
 
 // A pod from the API server, admitted with the ServiceAccount plugin on,
@@ -97,7 +95,7 @@ func TestVolumesAndEnvFromTheAPIServer(t *testing.T) {
 		t.Errorf("projected namespace = %q, want %q", got, ns)
 	}
 
-	pods := podv1connect.NewPodServiceClient(http.DefaultClient, s.SyncURL())
+	pods := s.PodService()
 	waitFor(t, 10*time.Second, "the secret and the API server's address in the container's env", func() (bool, string) {
 		logs, err := pods.Logs(ctx, connect.NewRequest(&podv1.LogsRequest{Namespace: ns, Name: podName}))
 		if err != nil {

@@ -12,7 +12,8 @@
 // variables below for the tests. To run against a stack already running,
 // set them yourself:
 //
-//	SPLITLET_SYNC_ADDR          host:port of sync's PodService
+//	SPLITLET_SYNC_ADDR          host:port or unix:///path of sync's PodService
+//	SPLITLET_TOKEN              the bearer token it requires, if any
 //	SPLITLET_GATEWAY_ENDPOINT   the gateway's unix socket, for CRI-level
 //	                            checks (the tests that need it skip without it)
 //	SPLITLET_POD_LOGS_ROOT      sync's --pod-logs-root, to check where containerd

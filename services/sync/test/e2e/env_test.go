@@ -5,11 +5,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/http"
 	"os"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/splitlet/splitlet/internal/apiauth"
 
 	"connectrpc.com/connect"
 	"google.golang.org/grpc"
@@ -50,8 +51,12 @@ func newEnv(t *testing.T) *env {
 	if addr == "" {
 		t.Skip("SPLITLET_SYNC_ADDR not set: run `make e2e`, which starts containerd, splitlet-gateway and splitlet-sync")
 	}
+	hc, base, err := apiauth.Dial{Endpoint: addr, Token: os.Getenv("SPLITLET_TOKEN")}.Client(false)
+	if err != nil {
+		t.Fatalf("SPLITLET_SYNC_ADDR: %v", err)
+	}
 	e := &env{
-		pods:  podv1connect.NewPodServiceClient(http.DefaultClient, "http://"+addr),
+		pods:  podv1connect.NewPodServiceClient(hc, base),
 		image: os.Getenv("SPLITLET_BUSYBOX_IMAGE"),
 	}
 	if e.image == "" {

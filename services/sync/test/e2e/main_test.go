@@ -28,6 +28,7 @@ func TestMain(m *testing.M) {
 	}, func(s *stack.Stack) {
 		launched = s
 		os.Setenv("SPLITLET_SYNC_ADDR", s.SyncAddr)
+		os.Setenv("SPLITLET_TOKEN", s.Token)
 		os.Setenv("SPLITLET_GATEWAY_ENDPOINT", "unix://"+s.GatewaySocket)
 		os.Setenv("SPLITLET_POD_LOGS_ROOT", s.LogsDir)
 	}, "SPLITLET_SYNC_ADDR"))
