@@ -235,6 +235,12 @@ run_stack() {
   fi
   export SPLITLET_SERVER=http://127.0.0.1:$SPLITLET_SYNC_PORT
   wait_for "sync /healthz" 30 curl -sf "$SPLITLET_SERVER/healthz"
+  # The PodService on TCP refuses a caller without the token.
+  local refused
+  if refused=$(SPLITLET_TOKEN='' "$root/bin/splitctl" --retry-timeout=0 apply -f "$root/examples/busybox.yaml" 2>&1) ||
+    ! grep -qF "(Unauthorized)" <<<"$refused"; then
+    log "splitctl without the token was not refused as Unauthorized: $refused"; return 1
+  fi
   "$root/bin/splitctl" apply -f "$root/examples/busybox.yaml"
   pod_uid=$("$root/bin/splitctl" get pod "$pod" -o json | jq -r .metadata.uid)
   wait_for "pod $pod to be Running" 90 pod_running
@@ -287,6 +293,13 @@ SPLITLET_SYNC_PORT=${SPLITLET_SYNC_PORT:-$(free_port 7443)}
 SPLITLET_ADMISSION_PORT=${SPLITLET_ADMISSION_PORT:-$(free_port 7444)}
 SPLITLET_GATEWAY_METRICS_PORT=${SPLITLET_GATEWAY_METRICS_PORT:-$(free_port 9101)}
 export SPLITLET_SYNC_PORT SPLITLET_ADMISSION_PORT SPLITLET_GATEWAY_METRICS_PORT
+# The API token sync and admission require (the compose file's secret);
+# splitctl sends it from SPLITLET_TOKEN. A fresh one per run.
+export SPLITLET_TOKEN_FILE=$root/_out/compose/api.token
+mkdir -p "$(dirname "$SPLITLET_TOKEN_FILE")"
+(umask 077 && head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$SPLITLET_TOKEN_FILE")
+SPLITLET_TOKEN=$(cat "$SPLITLET_TOKEN_FILE")
+export SPLITLET_TOKEN
 log "host ports: sync $SPLITLET_SYNC_PORT, admission $SPLITLET_ADMISSION_PORT, gateway metrics $SPLITLET_GATEWAY_METRICS_PORT"
 # A stack left by an interrupted run would hold the volumes and names.
 DOCKER_COMPOSE_CLI=v1 compose down -v --remove-orphans >/dev/null 2>&1 || true
