@@ -506,7 +506,10 @@ func (m *Manager) killContainer(ctx context.Context, pod *v1.Pod, id container.C
 			}
 		}
 	}
-	if pod != nil && spec != nil {
+	// No time granted, no preStop hook: the kubelet applies the override
+	// before it decides whether the hook has time to run.
+	noTime := gracePeriodOverride != nil && *gracePeriodOverride <= 0
+	if pod != nil && spec != nil && !noTime {
 		grace = m.hooks.PreStop(ctx, id, pod, spec, grace)
 	}
 	if ordering != nil && grace > 0 {

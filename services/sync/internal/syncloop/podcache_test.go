@@ -57,7 +57,7 @@ func (f *statusRuntime) GetPodStatus(_ context.Context, uid types.UID, _, _ stri
 	return &container.PodStatus{ID: uid}, nil
 }
 
-func (f *statusRuntime) SyncPodWithResult(_ context.Context, _ *v1.Pod, ps *container.PodStatus, _ kuberuntime.ProbeResults) (kuberuntime.SyncResult, error) {
+func (f *statusRuntime) SyncPodWithResult(_ context.Context, _ *v1.Pod, ps *container.PodStatus, _ kuberuntime.ProbeResults, _ bool) (kuberuntime.SyncResult, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.synced = append(f.synced, ps)
