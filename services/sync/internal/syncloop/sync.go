@@ -183,7 +183,7 @@ func (k *Kubelet) publishStatus(ctx context.Context, pod *v1.Pod, podStatus *con
 	}
 	// The status manager's rules: a status in which a container terminated
 	// for good runs again is dropped; an unchanged one is not republished.
-	if err := status.CheckContainerStateTransition(in.OldStatus, &apiStatus, pod.Spec.RestartPolicy); err != nil {
+	if err := status.CheckContainerStateTransition(in.OldStatus, &apiStatus, &pod.Spec); err != nil {
 		logctx.From(ctx).Error("dropping a pod status that goes backwards", zap.Error(err))
 		if !generated {
 			k.podManager.SetPodStatus(pod.UID, *in.OldStatus)
