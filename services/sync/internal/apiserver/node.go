@@ -299,6 +299,8 @@ func (r *NodeRegistrar) fillStatus(ctx context.Context, n *v1.Node) error {
 	info.KubeletVersion = "splitlet"
 	info.ContainerRuntimeVersion = r.runtimeVersion(ctx)
 	n.Status.NodeInfo = info
+	// The kubelet's setNodeStatus sets them on every update.
+	n.Status.DeclaredFeatures = declaredFeatures()
 	if r.opts.Images != nil {
 		images, err := r.images(ctx)
 		if err != nil {

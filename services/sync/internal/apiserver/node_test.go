@@ -16,7 +16,10 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/version"
 	"k8s.io/client-go/kubernetes/fake"
+	ndf "k8s.io/component-helpers/nodedeclaredfeatures"
+	ndftypes "k8s.io/component-helpers/nodedeclaredfeatures/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/splitlet/splitlet/internal/nodelabels"
@@ -505,5 +508,51 @@ func TestStatusPatchedOnlyOnChangeOrReportInterval(t *testing.T) {
 	sync(8 * time.Minute)
 	if got := patches() - base; got != 2 {
 		t.Fatalf("%d status patches 8 min later, want the periodic report (2)", got)
+	}
+}
+
+// A pod with a RestartAllContainers rule needs a Node declaring
+// RestartAllContainersOnContainerExits for a v1.36 kube-scheduler
+// (NodeDeclaredFeatures) to place it; the registered Node declares it, and
+// nothing sync does not implement, judged by the scheduler's own framework.
+func TestRegisteredNodeDeclaresRestartAllContainers(t *testing.T) {
+	client := fake.NewClientset()
+	r := NewNodeRegistrar(client, NodeOptions{Name: "n1", Report: report})
+	if err := r.Register(t.Context()); err != nil {
+		t.Fatalf("Register: %v", err)
+	}
+	n, err := client.CoreV1().Nodes().Get(t.Context(), "n1", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(n.Status.DeclaredFeatures, []string{"RestartAllContainersOnContainerExits"}) {
+		t.Errorf("declaredFeatures = %v, want only RestartAllContainersOnContainerExits", n.Status.DeclaredFeatures)
+	}
+	never := v1.ContainerRestartPolicyNever
+	for _, tc := range []struct {
+		desc  string
+		spec  v1.PodSpec
+		match bool
+	}{
+		{desc: "RestartAllContainers rule", match: true, spec: v1.PodSpec{Containers: []v1.Container{{Name: "c", RestartPolicy: &never,
+			RestartPolicyRules: []v1.ContainerRestartRule{{Action: v1.ContainerRestartRuleActionRestartAllContainers,
+				ExitCodes: &v1.ContainerRestartRuleOnExitCodes{Operator: v1.ContainerRestartRuleOnExitCodesOpIn, Values: []int32{42}}}}}}}},
+		{desc: "user namespace with host network (not implemented)", match: false, spec: v1.PodSpec{Containers: []v1.Container{{Name: "c"}},
+			HostNetwork: true, HostUsers: ptr(false)}},
+		{desc: "plain pod", match: true, spec: v1.PodSpec{Containers: []v1.Container{{Name: "c"}}}},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			reqs, err := ndf.DefaultFramework.InferForPodScheduling(&ndftypes.PodInfo{Spec: &tc.spec}, version.MustParse("1.36.3"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			res, err := ndf.DefaultFramework.MatchNode(reqs, n)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.IsMatch != tc.match {
+				t.Errorf("match = %+v, want %t", res, tc.match)
+			}
+		})
 	}
 }

@@ -49,7 +49,7 @@ func spewByteSlice(b []byte) []byte {
 }
 
 // ShouldContainerBeRestarted reports whether container, which is not
-// running, should be (re)started given the pod's restart policy and the
+// running, should be (re)started given the restart policies and the
 // container's latest status. Matches the kubelet's
 // kubecontainer.ShouldContainerBeRestarted:
 //   - a pod being deleted starts nothing;
@@ -57,8 +57,10 @@ func spewByteSlice(b []byte) []byte {
 //   - a running container is not started again;
 //   - created and unknown containers are always restarted: created means the
 //     start failed after the create, unknown may be half-dead;
-//   - an exited container restarts under Always, under OnFailure only if it
-//     failed (non-zero exit), and never under Never.
+//   - an exited container restarts as its effective policy says
+//     (ContainerShouldRestart: its restartPolicyRules, then its own
+//     restartPolicy, then the pod's), the ContainerRestartRules path the
+//     kubelet v1.36 takes by default.
 //
 // Back-off is not considered here: SyncPod checks it when it starts the
 // container, as the kubelet does.
@@ -76,14 +78,7 @@ func ShouldContainerBeRestarted(container *v1.Container, pod *v1.Pod, podStatus 
 	case ContainerStateUnknown, ContainerStateCreated:
 		return true
 	}
-	switch pod.Spec.RestartPolicy {
-	case v1.RestartPolicyNever:
-		return false
-	case v1.RestartPolicyOnFailure:
-		return status.ExitCode != 0
-	default:
-		return true
-	}
+	return ContainerShouldRestart(container, &pod.Spec, int32(status.ExitCode))
 }
 
 // IsHostNetworkPod reports whether the pod uses the node's network

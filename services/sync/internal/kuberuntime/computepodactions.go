@@ -3,6 +3,7 @@ package kuberuntime
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"go.uber.org/zap"
 	v1 "k8s.io/api/core/v1"
@@ -13,15 +14,21 @@ import (
 // ComputePodActions is computePodActions for callers outside this package
 // (diagnostics, tests of other packages). A nil probes means no probe
 // results.
-func ComputePodActions(ctx context.Context, pod *v1.Pod, podStatus *container.PodStatus, probes ProbeResults) PodActions {
-	return computePodActions(ctx, pod, podStatus, probes)
+func ComputePodActions(ctx context.Context, pod *v1.Pod, podStatus *container.PodStatus, probes ProbeResults, restartAllContainers bool) PodActions {
+	return computePodActions(ctx, pod, podStatus, probes, restartAllContainers)
 }
 
 // computePodActions decides what SyncPod must do to bring the pod, as the
 // runtime reports it in podStatus, to its spec. It matches the kubelet's
-// kubeGenericRuntimeManager.computePodActions (sidecar-aware path), minus
-// in-place resize:
+// kubeGenericRuntimeManager.computePodActions (sidecar-aware path, with the
+// ContainerRestartRules and RestartAllContainersOnContainerExits gates on as
+// in v1.36), minus in-place resize:
 //
+//  0. If the pod is being restarted in place (restartAllContainers: its API
+//     status carries AllContainersRestarting=True), every instance of every
+//     init and regular container is to be removed, the running ones killed
+//     first (ContainersToReset), and nothing else is done; the sandbox is
+//     kept.
 //  1. If the sandbox must be (re)created (podSandboxChanged), everything is
 //     killed and the pod starts over from its first init container, except
 //     that a pod which must not restart (restartPolicy Never, an earlier
@@ -33,14 +40,15 @@ func ComputePodActions(ctx context.Context, pod *v1.Pod, podStatus *container.Po
 //     initialization is done, regular containers are left alone.
 //  4. Each regular container not running is started if
 //     ShouldContainerBeRestarted says so (unknown ones are killed first);
-//     each running one is killed, and restarted per policy, if its spec hash
-//     changed (restarted whatever the policy), its liveness probe failed or
-//     its startup probe failed.
+//     each running one is killed, and restarted per policy (its own
+//     restartPolicy if set, else the pod's; rules need an exit code), if
+//     its spec hash changed (restarted whatever the policy), its liveness
+//     probe failed or its startup probe failed.
 //  5. If no container is kept and none is started, the pod is killed.
 //
 // Restart back-off is deliberately not consulted: SyncPod checks it when it
 // starts each container, as the kubelet's SyncPod does.
-func computePodActions(ctx context.Context, pod *v1.Pod, podStatus *container.PodStatus, probes ProbeResults) PodActions {
+func computePodActions(ctx context.Context, pod *v1.Pod, podStatus *container.PodStatus, probes ProbeResults, restartAllContainers bool) PodActions {
 	if probes == nil {
 		probes = noProbeResults{}
 	}
@@ -59,6 +67,11 @@ func computePodActions(ctx context.Context, pod *v1.Pod, podStatus *container.Po
 		ContainersToKill:  make(map[container.ContainerID]ContainerToKillInfo),
 	}
 
+	if restartAllContainers {
+		log.Debug("pod marked for RestartAllContainers")
+		changes.ContainersToReset = containersToReset(pod, podStatus)
+		return changes
+	}
 	if createPodSandbox {
 		return computeSandboxRecreation(pod, podStatus, changes)
 	}
@@ -105,7 +118,13 @@ func computePodActions(ctx context.Context, pod *v1.Pod, podStatus *container.Po
 		// The container runs; decide whether it must be killed.
 		var message string
 		var reason ContainerKillReason
+		// Probe failures and changed specs leave no exit code, so only
+		// the container-level policy, not its rules, can override the
+		// pod's here.
 		restart := shouldRestartOnFailure(pod)
+		if spec.RestartPolicy != nil {
+			restart = *spec.RestartPolicy != v1.ContainerRestartPolicyNever
+		}
 		switch {
 		case containerChanged(spec, status):
 			message = fmt.Sprintf("Container %s definition changed", spec.Name)
@@ -163,7 +182,13 @@ func computeSandboxRecreation(pod *v1.Pod, podStatus *container.PodStatus, chang
 	var containersToStart []int
 	for idx := range pod.Spec.Containers {
 		spec := &pod.Spec.Containers[idx]
-		if pod.Spec.RestartPolicy == v1.RestartPolicyOnFailure && containerSucceeded(spec, podStatus) {
+		// A container that runs once (OnFailure, its own policy first)
+		// and succeeded is not run again in the new sandbox.
+		runOnce := pod.Spec.RestartPolicy == v1.RestartPolicyOnFailure
+		if spec.RestartPolicy != nil {
+			runOnce = *spec.RestartPolicy == v1.ContainerRestartPolicyOnFailure
+		}
+		if runOnce && containerSucceeded(spec, podStatus) {
 			continue
 		}
 		containersToStart = append(containersToStart, idx)
@@ -204,4 +229,43 @@ func shouldRestartOnFailure(pod *v1.Pod) bool {
 func containerSucceeded(spec *v1.Container, podStatus *container.PodStatus) bool {
 	status := podStatus.FindContainerStatusByName(spec.Name)
 	return status != nil && status.State == container.ContainerStateExited && status.ExitCode == 0
+}
+
+// containersToReset lists the instances to remove for an in-place restart:
+// first the regular containers that did not trigger it, then such init
+// containers, then the triggering regular containers, then the triggering
+// init containers, so that the evidence of why the pod restarts goes last.
+// Matches the order the kubelet's computePodActions builds from
+// getContainersToReset.
+func containersToReset(pod *v1.Pod, podStatus *container.PodStatus) []ContainerToRemoveInfo {
+	sourceInits, targetInits := splitContainersToReset(pod.Spec.InitContainers, podStatus)
+	sources, targets := splitContainersToReset(pod.Spec.Containers, podStatus)
+	return slices.Concat(targets, targetInits, sources, sourceInits)
+}
+
+// splitContainersToReset returns every runtime instance of containers (all
+// of them, not just the newest: the runtime must be emptied), split into
+// the exited instances whose exit code matches a RestartAllContainers rule
+// (sources) and the rest (targets); instances not exited are to be killed.
+// Matches the kubelet's getContainersToReset.
+func splitContainersToReset(containers []v1.Container, podStatus *container.PodStatus) (sources, targets []ContainerToRemoveInfo) {
+	for i := range containers {
+		c := &containers[i]
+		for _, s := range podStatus.ContainerStatuses {
+			if s.Name != c.Name {
+				continue
+			}
+			info := ContainerToRemoveInfo{ContainerID: s.ID, Container: c}
+			switch {
+			case s.State != container.ContainerStateExited:
+				info.Kill = true
+				targets = append(targets, info)
+			case container.TriggersRestartAll(c, int32(s.ExitCode)):
+				sources = append(sources, info)
+			default:
+				targets = append(targets, info)
+			}
+		}
+	}
+	return sources, targets
 }

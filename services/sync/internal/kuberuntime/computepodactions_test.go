@@ -16,7 +16,10 @@ type computePodActionsCase struct {
 	mutatePodFn    func(*v1.Pod)
 	mutateStatusFn func(*container.PodStatus)
 	probes         *fakeProbes
-	actions        PodActions
+	// restartAll is computePodActions' restartAllContainers: the pod's API
+	// status carries AllContainersRestarting=True.
+	restartAll bool
+	actions    PodActions
 }
 
 func runComputePodActionsCases(t *testing.T, cases []computePodActionsCase) {
@@ -33,7 +36,7 @@ func runComputePodActionsCases(t *testing.T, cases []computePodActionsCase) {
 			if tc.mutateStatusFn != nil {
 				tc.mutateStatusFn(status)
 			}
-			got := computePodActions(context.Background(), pod, status, tc.probes)
+			got := computePodActions(context.Background(), pod, status, tc.probes, tc.restartAll)
 			if d := diffActions(tc.actions, got); d != "" {
 				t.Errorf("computePodActions mismatch:\n%s\ngot: %s", d, got)
 			}
@@ -753,7 +756,7 @@ func (a PodActions) noCreate() PodActions {
 
 func TestComputePodActionsNilInputs(t *testing.T) {
 	pod := makeTestPod()
-	got := ComputePodActions(context.Background(), pod, nil, nil)
+	got := ComputePodActions(context.Background(), pod, nil, nil, false)
 	if d := diffActions(recreate("", 0).withStart(0, 1, 2), got); d != "" {
 		t.Errorf("nil status and probes: %s", d)
 	}

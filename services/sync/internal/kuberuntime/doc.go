@@ -14,9 +14,10 @@
 //
 // Usage sketch (inside SyncPod):
 //
-//	actions := computePodActions(ctx, pod, podStatus, probes)
+//	actions := computePodActions(ctx, pod, podStatus, probes, restartAllContainers)
 //	if actions.KillPod { /* stop containers and sandbox */ }
 //	for id, info := range actions.ContainersToKill { /* stop id, info.Message */ }
+//	for _, r := range actions.ContainersToReset { /* kill if r.Kill, then remove r.ContainerID */ }
 //	if actions.CreateSandbox { /* RunPodSandbox, attempt actions.Attempt */ }
 //	/* start EphemeralContainersToStart, InitContainersToStart, ContainersToStart */
 package kuberuntime

@@ -39,7 +39,7 @@ func FuzzComputePodActions(f *testing.F) {
 			}
 		}
 		ps.ContainerStatuses = statuses
-		actions := computePodActions(context.Background(), pod, ps, &fakeProbes{})
+		actions := computePodActions(context.Background(), pod, ps, &fakeProbes{}, false)
 		if actions.CreateSandbox && !actions.KillPod {
 			t.Fatalf("a new sandbox without killing the pod: %s", actions)
 		}

@@ -369,7 +369,24 @@ func diffActions(want, got PodActions) string {
 	if w, g := toComparable(want.ContainersToKill), toComparable(got.ContainersToKill); !maps.Equal(w, g) {
 		add("ContainersToKill", w, g)
 	}
+	if w, g := resetsOf(want.ContainersToReset), resetsOf(got.ContainersToReset); !slices.Equal(w, g) {
+		add("ContainersToReset", w, g)
+	}
 	return strings.Join(diffs, "\n")
+}
+
+// resetsOf renders removals as "name/id" with "+kill" when the instance is
+// killed first, in order.
+func resetsOf(infos []ContainerToRemoveInfo) []string {
+	out := make([]string, 0, len(infos))
+	for _, r := range infos {
+		s := r.Container.Name + "/" + r.ContainerID.ID
+		if r.Kill {
+			s += "+kill"
+		}
+		out = append(out, s)
+	}
+	return out
 }
 
 // TestDiffActions checks the comparison the table tests rely on, so that a
@@ -397,6 +414,9 @@ func TestDiffActions(t *testing.T) {
 			a.ContainersToKill = map[container.ContainerID]ContainerToKillInfo{cid("foo2"): killInfo("foo2", ReasonUnknown, "other")}
 		}, differ: true},
 		{desc: "kill missing", mutate: func(a *PodActions) { a.ContainersToKill = nil }, differ: true},
+		{desc: "reset differs", mutate: func(a *PodActions) {
+			a.ContainersToReset = []ContainerToRemoveInfo{{ContainerID: cid("foo1"), Container: &v1.Container{Name: "foo1"}}}
+		}, differ: true},
 	} {
 		t.Run(tc.desc, func(t *testing.T) {
 			got := base.withKills(killUnknown("foo2"))

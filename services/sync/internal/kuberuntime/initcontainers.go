@@ -18,8 +18,10 @@ import (
 //   - ordinary init containers run one at a time, in spec order; the next
 //     one starts when the previous exited 0;
 //   - a failed ordinary init container (non-zero exit, OOMKilled, unknown)
-//     is restarted unless the restart policy is Never, in which case the pod
-//     is killed for good (KillPod, nothing to start);
+//     is restarted unless its effective restart policy says no (an exited
+//     one: ShouldContainerBeRestarted, its rules and policy first; an
+//     unknown one: its own policy, else the pod's), in which case the pod is
+//     killed for good (KillPod, nothing to start);
 //   - a sidecar (restartable init container) counts as done once it runs
 //     and its startup probe, if any, succeeded; the next init container then
 //     starts while the sidecar keeps running;
@@ -129,7 +131,8 @@ func computeInitContainerActions(ctx context.Context, pod *v1.Pod, podStatus *co
 				break
 			}
 			if isInitContainerFailed(status) {
-				if !restartOnFailure {
+				// Its own policy and rules decide, on its exit code.
+				if !container.ShouldContainerBeRestarted(spec, pod, podStatus) {
 					// The pod can never initialize: it is terminal.
 					changes.KillPod = true
 					changes.InitContainersToStart = nil
@@ -150,7 +153,13 @@ func computeInitContainerActions(ctx context.Context, pod *v1.Pod, podStatus *co
 				if !isInitContainerFailed(status) {
 					log.Debug("init container is in unknown state but not failed", zap.String("container", spec.Name))
 				}
-				if !restartOnFailure {
+				// No exit code to match rules against: only a
+				// container-level policy overrides the pod's.
+				restart := restartOnFailure
+				if spec.RestartPolicy != nil {
+					restart = *spec.RestartPolicy != v1.ContainerRestartPolicyNever
+				}
+				if !restart {
 					changes.KillPod = true
 					changes.InitContainersToStart = nil
 					return false

@@ -489,7 +489,9 @@ func (m *Manager) RemovePod(ctx context.Context, uid types.UID) error {
 // the grace period starts from lifecycle.TerminationGracePeriod (deletion
 // grace, a probe's own grace for probe kills, else the pod's), or for a pod
 // known only from the runtime from the container's recorded annotation; the
-// preStop hook runs within it; what is left is floored at
+// preStop hook runs within it (not at all under an override of 0 or less,
+// as the kubelet applies the override before deciding); what is left is
+// floored at
 // minimumGracePeriodInSeconds; and an override (what remains of a
 // deletion's grace) replaces all of that, floor included. With an ordering
 // (a pod with sidecars being stopped) the container waits, within what is
@@ -506,7 +508,10 @@ func (m *Manager) killContainer(ctx context.Context, pod *v1.Pod, id container.C
 			}
 		}
 	}
-	if pod != nil && spec != nil {
+	// No time granted, no preStop hook: the kubelet applies the override
+	// before it decides whether the hook has time to run.
+	noTime := gracePeriodOverride != nil && *gracePeriodOverride <= 0
+	if pod != nil && spec != nil && !noTime {
 		grace = m.hooks.PreStop(ctx, id, pod, spec, grace)
 	}
 	if ordering != nil && grace > 0 {

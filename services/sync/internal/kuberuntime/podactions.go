@@ -23,6 +23,9 @@ const (
 	ReasonLivenessProbe       ContainerKillReason = "LivenessProbe"
 	ReasonFailedPostStartHook ContainerKillReason = "FailedPostStartHook"
 	ReasonUnknown             ContainerKillReason = "Unknown"
+	// ReasonRestartAllContainers kills a container (without grace) before
+	// its removal when the pod restarts in place.
+	ReasonRestartAllContainers ContainerKillReason = "RestartAllContainers"
 )
 
 // ContainerToKillInfo says what to kill and why. It matches the kubelet's
@@ -37,6 +40,18 @@ type ContainerToKillInfo struct {
 	Message string
 	// Reason is set for probe and unknown-state kills.
 	Reason ContainerKillReason
+}
+
+// ContainerToRemoveInfo is one container instance to remove from the
+// runtime when the pod restarts in place. It matches the kubelet's
+// containerToRemoveInfo.
+type ContainerToRemoveInfo struct {
+	// ContainerID is the instance to remove.
+	ContainerID container.ContainerID
+	// Container is its spec entry (init or regular).
+	Container *v1.Container
+	// Kill says the instance is not exited and must be killed first.
+	Kill bool
 }
 
 // PodActions is what SyncPod must do to the pod, as computePodActions
@@ -80,6 +95,11 @@ type PodActions struct {
 	// EphemeralContainersToStart lists indexes into
 	// pod.Spec.EphemeralContainers to start.
 	EphemeralContainersToStart []int
+	// ContainersToReset lists, in order, every instance of the pod's init
+	// and regular containers to kill (if running) and remove when the pod
+	// restarts in place (RestartAllContainers); the instances whose exit
+	// triggered it come last.
+	ContainersToReset []ContainerToRemoveInfo
 }
 
 // String renders the actions for logs, in the kubelet's podActions.String
@@ -97,7 +117,11 @@ func (p PodActions) String() string {
 		info := p.ContainersToKill[id]
 		kills = append(kills, fmt.Sprintf("%s(%s): %s", info.Name, id.ID, info.Message))
 	}
-	return fmt.Sprintf("KillPod: %t, CreateSandbox: %t, SandboxID: %q, Attempt: %d, InitContainersToStart: %v, ContainersToStart: %v, EphemeralContainersToStart: %v, ContainersToKill: [%s]",
+	resets := make([]string, 0, len(p.ContainersToReset))
+	for _, r := range p.ContainersToReset {
+		resets = append(resets, fmt.Sprintf("%s(%s) kill=%t", r.Container.Name, r.ContainerID.ID, r.Kill))
+	}
+	return fmt.Sprintf("KillPod: %t, CreateSandbox: %t, SandboxID: %q, Attempt: %d, InitContainersToStart: %v, ContainersToStart: %v, EphemeralContainersToStart: %v, ContainersToKill: [%s], ContainersToReset: [%s]",
 		p.KillPod, p.CreateSandbox, p.SandboxID, p.Attempt, p.InitContainersToStart, p.ContainersToStart,
-		p.EphemeralContainersToStart, strings.Join(kills, "; "))
+		p.EphemeralContainersToStart, strings.Join(kills, "; "), strings.Join(resets, "; "))
 }

@@ -54,19 +54,26 @@ type SyncResult struct {
 	// made (GetPodStatusOf).
 	CreatedSandbox    string
 	CreatedContainers []string
+	// Reset is true when this sync removed the pod's containers for an
+	// in-place restart (RestartAllContainers): the caller should sync the
+	// pod again at once to start them afresh.
+	Reset bool
 }
 
 // SyncPod makes the runtime match the pod; it is SyncPodWithResult for
 // callers that need no SyncResult.
-func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod, podStatus *container.PodStatus, probes ProbeResults) error {
-	_, err := m.SyncPodWithResult(ctx, pod, podStatus, probes)
+func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod, podStatus *container.PodStatus, probes ProbeResults, restartAllContainers bool) error {
+	_, err := m.SyncPodWithResult(ctx, pod, podStatus, probes, restartAllContainers)
 	return err
 }
 
 // SyncPodWithResult makes the runtime match the pod, in the kubelet's
 // kubeGenericRuntimeManager.SyncPod order:
 //  1. compute what to do (computePodActions);
-//  2. kill the pod if its sandbox must go, else kill unwanted containers;
+//  2. kill the pod if its sandbox must go, else kill unwanted containers,
+//     and, when the pod restarts in place (restartAllContainers, from its
+//     API status's AllContainersRestarting condition), kill and remove every
+//     instance of its init and regular containers (ContainersToReset);
 //  3. purge init containers when a new sandbox starts the pod over;
 //  4. create the sandbox if needed;
 //  5. start ephemeral, then init, then regular containers (startContainer),
@@ -80,12 +87,12 @@ func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod, podStatus *container
 // a host-network pod, podStatus.IPs must be the pod IPs of its API status
 // (the node's): its containers' status.podIP(s) env comes from them. The
 // result says whether this sync acted, also when it returns an error.
-func (m *Manager) SyncPodWithResult(ctx context.Context, pod *v1.Pod, podStatus *container.PodStatus, probes ProbeResults) (res SyncResult, retErr error) {
+func (m *Manager) SyncPodWithResult(ctx context.Context, pod *v1.Pod, podStatus *container.PodStatus, probes ProbeResults, restartAllContainers bool) (res SyncResult, retErr error) {
 	log := loggerFrom(ctx)
 	waitingBefore := m.waitingOf(pod.UID)
 	defer func() { res.WaitingChanged = !maps.Equal(waitingBefore, m.waitingOf(pod.UID)) }()
 	_, span := startStep(ctx, "computePodActions")
-	actions := computePodActions(ctx, pod, podStatus, probes)
+	actions := computePodActions(ctx, pod, podStatus, probes, restartAllContainers)
 	span.End()
 	log.Debug("computed pod actions", zap.Stringer("actions", actions))
 
@@ -109,6 +116,12 @@ func (m *Manager) SyncPodWithResult(ctx context.Context, pod *v1.Pod, podStatus 
 			res.Acted = true
 			if err := m.killContainer(ctx, pod, id, info.Name, info.Container, info.Message, info.Reason, nil, nil); err != nil {
 				return res, fmt.Errorf("kill container %s: %w", info.Name, err)
+			}
+		}
+		if len(actions.ContainersToReset) > 0 {
+			res.Acted, res.Reset = true, true
+			if err := m.resetContainers(ctx, pod, actions.ContainersToReset); err != nil {
+				return res, err
 			}
 		}
 	}
@@ -203,6 +216,26 @@ func (m *Manager) SyncPodWithResult(ctx context.Context, pod *v1.Pod, podStatus 
 		}
 	}
 	return res, errors.Join(errs...)
+}
+
+// resetContainers kills (without grace) and removes the given instances,
+// in order, for an in-place restart of the pod. Their log files stay until
+// the pod is removed, so restart counts continue from them. Matches the
+// ContainersToReset step of the kubelet's SyncPod.
+func (m *Manager) resetContainers(ctx context.Context, pod *v1.Pod, infos []ContainerToRemoveInfo) error {
+	noGrace := int64(0)
+	for _, info := range infos {
+		name := info.Container.Name
+		if info.Kill {
+			if err := m.killContainer(ctx, pod, info.ContainerID, name, info.Container, "killing", ReasonRestartAllContainers, &noGrace, nil); err != nil {
+				return fmt.Errorf("kill container %s before its removal: %w", name, err)
+			}
+		}
+		if _, err := m.runtime.RemoveContainer(ctx, &runtimeapi.RemoveContainerRequest{ContainerId: info.ContainerID.ID}); err != nil && !isNotFound(err) {
+			return fmt.Errorf("remove container %s (%s): %w", name, info.ContainerID.ID, err)
+		}
+	}
+	return nil
 }
 
 // hasRunning reports whether killing the pod has anything to stop: a

@@ -169,7 +169,7 @@ func TestSyncPodWithResultSaysWhetherItActed(t *testing.T) {
 			for i := range tc.syncs {
 				mutationsBefore = len(cri.calls())
 				var err error
-				res, err = m.SyncPodWithResult(ctx, pod, ps, &fakeProbes{})
+				res, err = m.SyncPodWithResult(ctx, pod, ps, &fakeProbes{}, false)
 				if err != nil && i == tc.syncs-1 && tc.wantActed {
 					t.Fatalf("SyncPodWithResult: %v", err)
 				}
@@ -287,7 +287,7 @@ func TestImageUserFromOneImageStatus(t *testing.T) {
 			pod := makeTestPod()
 			pod.Spec.Containers = pod.Spec.Containers[:1]
 			pod.Spec.Containers[0].ImagePullPolicy = tc.policy
-			if _, err := m.SyncPodWithResult(context.Background(), pod, &container.PodStatus{ID: pod.UID}, &fakeProbes{}); err != nil {
+			if _, err := m.SyncPodWithResult(context.Background(), pod, &container.PodStatus{ID: pod.UID}, &fakeProbes{}, false); err != nil {
 				t.Fatalf("SyncPodWithResult: %v", err)
 			}
 			if cri.statusCalls != tc.wantStatus || cri.pullCalls != tc.wantPulls {
@@ -366,7 +366,7 @@ func TestSyncPodPodIPEnv(t *testing.T) {
 				fieldEnv("POD_IP", "status.podIP"), fieldEnv("POD_IPS", "status.podIPs"), fieldEnv("HOST_IP", "status.hostIP"),
 			}
 			ps := &container.PodStatus{ID: pod.UID, IPs: tc.statusIPs}
-			if _, err := m.SyncPodWithResult(context.Background(), pod, ps, &fakeProbes{}); err != nil {
+			if _, err := m.SyncPodWithResult(context.Background(), pod, ps, &fakeProbes{}, false); err != nil {
 				t.Fatalf("SyncPodWithResult: %v", err)
 			}
 			if len(cri.envs) != 1 {

@@ -32,7 +32,7 @@
 //		Recorder: eventRecorder,      // EventfContainer(pod, name, type, reason, fmt, args...)
 //	})
 //	pm.AddPod(pod)                        // on admission
-//	... computePodActions(ctx, pod, podStatus, pm)
+//	... computePodActions(ctx, pod, podStatus, pm, restartAllContainers)
 //	// All three Updates channels must be drained: liveness and startup
 //	// failures call for a sync of u.PodUID, readiness changes for a new
 //	// status.

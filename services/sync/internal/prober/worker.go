@@ -201,11 +201,15 @@ func (w *worker) doProbe() (keepGoing bool) {
 			w.results.set(w.m.ctx, w.containerID, kuberuntime.ProbeFailure, w.pod.UID)
 		}
 		// Keep going only if the container will run again: it has not
-		// terminated, the pod restarts containers, or it is a sidecar,
-		// which restarts whatever the pod's policy.
-		return c.State.Terminated == nil ||
-			w.pod.Spec.RestartPolicy != v1.RestartPolicyNever ||
-			container.IsRestartableInitContainer(&w.container)
+		// terminated, its effective policy and rules restart it (a
+		// sidecar's Always included), or the pod is restarting in place.
+		// The kubelet's doProbe with ContainerRestartRules and
+		// RestartAllContainersOnContainerExits on.
+		if c.State.Terminated == nil {
+			return true
+		}
+		return container.ContainerShouldRestart(&w.container, &w.pod.Spec, c.State.Terminated.ExitCode) ||
+			container.ShouldAllContainersRestart(w.pod, nil, &status)
 	}
 
 	if w.pod.DeletionTimestamp != nil && (w.probeType == liveness || w.probeType == startup) {

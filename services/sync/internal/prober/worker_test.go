@@ -189,10 +189,13 @@ func TestWorkerStops(t *testing.T) {
 	always, never := v1.RestartPolicyAlways, v1.RestartPolicyNever
 	terminated := v1.ContainerState{Terminated: &v1.ContainerStateTerminated{ExitCode: 1}}
 	sidecar := v1.ContainerRestartPolicyAlways
+	ctrNever, ctrOnFailure := v1.ContainerRestartPolicyNever, v1.ContainerRestartPolicyOnFailure
 	tests := []struct {
 		desc       string
 		policy     v1.RestartPolicy
-		initSide   bool // the probed container is a sidecar
+		ctrPolicy  *v1.ContainerRestartPolicy // the probed container's own policy
+		marked     bool                       // the pod status carries AllContainersRestarting=True
+		initSide   bool                       // the probed container is a sidecar
 		state      *v1.ContainerState
 		phase      v1.PodPhase
 		deleting   bool
@@ -203,6 +206,10 @@ func TestWorkerStops(t *testing.T) {
 		{desc: "terminated under Always: keep going, not live", policy: always, state: &terminated, pt: liveness, wantKeep: true, wantResult: fail},
 		{desc: "terminated under Never: stop", policy: never, state: &terminated, pt: readiness, wantKeep: false, wantResult: fail},
 		{desc: "a terminated sidecar under Never restarts: keep going", policy: never, initSide: true, state: &terminated, pt: readiness, wantKeep: true, wantResult: fail},
+		// ContainerRestartRules: the container's own policy decides.
+		{desc: "terminated Never container in an Always pod: stop", policy: always, ctrPolicy: &ctrNever, state: &terminated, pt: readiness, wantKeep: false, wantResult: fail},
+		{desc: "failed OnFailure container in a Never pod: keep going", policy: never, ctrPolicy: &ctrOnFailure, state: &terminated, pt: readiness, wantKeep: true, wantResult: fail},
+		{desc: "terminated Never container of a pod restarting in place: keep going", policy: never, ctrPolicy: &ctrNever, marked: true, state: &terminated, pt: readiness, wantKeep: true, wantResult: fail},
 		{desc: "pod finished: stop", policy: always, phase: v1.PodSucceeded, pt: liveness, wantKeep: false, wantResult: unk},
 		{desc: "pod being deleted: liveness reports success and stops", policy: always, deleting: true, pt: liveness, wantKeep: false, wantResult: ok},
 		{desc: "pod being deleted: readiness keeps probing", policy: always, deleting: true, pt: readiness, wantKeep: true, wantResult: ok},
@@ -214,7 +221,7 @@ func TestWorkerStops(t *testing.T) {
 			st, ex := newFakeStatus(), &fakeExecer{script: []execReply{pass}}
 			m := newTestManager(ctx, st, ex, nil, time.Millisecond)
 			drain(ctx, m)
-			c := v1.Container{Name: "app", LivenessProbe: execProbe(nil), ReadinessProbe: execProbe(nil)}
+			c := v1.Container{Name: "app", LivenessProbe: execProbe(nil), ReadinessProbe: execProbe(nil), RestartPolicy: tc.ctrPolicy}
 			pod := testPod(v1.Container{Name: "other"})
 			if tc.initSide {
 				c.RestartPolicy = &sidecar
@@ -242,6 +249,9 @@ func TestWorkerStops(t *testing.T) {
 			}
 			if tc.phase != "" {
 				s.Phase = tc.phase
+			}
+			if tc.marked {
+				s.Conditions = append(s.Conditions, v1.PodCondition{Type: v1.AllContainersRestarting, Status: v1.ConditionTrue})
 			}
 			st.set(pod.UID, s)
 			w := newWorker(m, tc.pt, pod, c)

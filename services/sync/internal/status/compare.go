@@ -8,6 +8,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/splitlet/splitlet/services/sync/internal/container"
 )
 
 // maxPodTerminationMessageLogLength bounds the termination messages of all
@@ -172,35 +174,56 @@ func MergePodStatus(apiStatus, status v1.PodStatus, delayTerminal bool, now time
 }
 
 // CheckContainerStateTransition refuses a status in which a container that
-// was terminated for good (any exit under Never, exit 0 under OnFailure)
-// is no longer terminated: that would mean a container the kubelet must not
-// restart was restarted, or a status went backwards. The caller drops such a
-// status. A nil old allows everything. The error wraps
-// errdefs.ErrFailedPrecondition. Matches the kubelet status manager's
-// checkContainerStateTransition, applied to regular and init containers.
-func CheckContainerStateTransition(old, status *v1.PodStatus, restartPolicy v1.RestartPolicy) error {
-	if old == nil || status == nil || restartPolicy == v1.RestartPolicyAlways {
+// was terminated for good is no longer terminated: that would mean a
+// container the kubelet must not restart was restarted, or a status went
+// backwards. The caller drops such a status. A nil old allows everything.
+// The error wraps errdefs.ErrFailedPrecondition. Matches the kubelet status
+// manager's checkContainerStateTransition with ContainerRestartRules and
+// RestartAllContainersOnContainerExits on: nothing is checked under the pod
+// policy Always or for a pod that may restart in place; a container may
+// leave its termination if the pod's OnFailure restarts a failure or its
+// effective policy and rules restart it (ContainerShouldRestart); sidecars
+// always may.
+func CheckContainerStateTransition(old, status *v1.PodStatus, spec *v1.PodSpec) error {
+	if old == nil || status == nil || spec.RestartPolicy == v1.RestartPolicyAlways || container.AllContainersCouldRestart(spec) {
 		return nil
 	}
-	check := func(olds, news []v1.ContainerStatus) error {
-		for _, o := range olds {
-			if o.State.Terminated == nil {
-				continue
-			}
-			if o.State.Terminated.ExitCode != 0 && restartPolicy == v1.RestartPolicyOnFailure {
-				continue
-			}
-			for _, n := range news {
-				if n.Name == o.Name && n.State.Terminated == nil {
-					return fmt.Errorf("terminated container %q attempted illegal transition to non-terminated state: %w",
-						n.Name, errdefs.ErrFailedPrecondition)
-				}
-			}
-		}
-		return nil
-	}
-	if err := check(old.ContainerStatuses, status.ContainerStatuses); err != nil {
+	if err := checkTransitions(old.ContainerStatuses, status.ContainerStatuses, spec.Containers, spec, false); err != nil {
 		return err
 	}
-	return check(old.InitContainerStatuses, status.InitContainerStatuses)
+	return checkTransitions(old.InitContainerStatuses, status.InitContainerStatuses, spec.InitContainers, spec, true)
+}
+
+// checkTransitions checks one list. An init container status without a
+// spec is an error, as in the kubelet; a regular one is checked as a
+// container that is not restartable.
+func checkTransitions(olds, news []v1.ContainerStatus, containers []v1.Container, spec *v1.PodSpec, init bool) error {
+	for _, o := range olds {
+		c := findSpec(containers, o.Name)
+		switch {
+		case c == nil && init:
+			return fmt.Errorf("found mismatch between pod spec and status, container: %v: %w", o.Name, errdefs.ErrFailedPrecondition)
+		case c == nil:
+			c = &v1.Container{Name: o.Name, RestartPolicy: ptrNever()}
+		case init && container.IsRestartableInitContainer(c):
+			continue
+		}
+		t := o.State.Terminated
+		if t == nil || (t.ExitCode != 0 && spec.RestartPolicy == v1.RestartPolicyOnFailure) ||
+			container.ContainerShouldRestart(c, spec, t.ExitCode) {
+			continue
+		}
+		for _, n := range news {
+			if n.Name == o.Name && n.State.Terminated == nil {
+				return fmt.Errorf("terminated container %q attempted illegal transition to non-terminated state: %w",
+					n.Name, errdefs.ErrFailedPrecondition)
+			}
+		}
+	}
+	return nil
+}
+
+func ptrNever() *v1.ContainerRestartPolicy {
+	never := v1.ContainerRestartPolicyNever
+	return &never
 }

@@ -182,14 +182,33 @@ func TestCheckContainerStateTransition(t *testing.T) {
 		return v1.ContainerState{Terminated: &v1.ContainerStateTerminated{ExitCode: code}}
 	}
 	runningState := v1.ContainerState{Running: &v1.ContainerStateRunning{}}
+	always, never := v1.ContainerRestartPolicyAlways, v1.ContainerRestartPolicyNever
+	restartOn42 := []v1.ContainerRestartRule{{Action: v1.ContainerRestartRuleActionRestart,
+		ExitCodes: &v1.ContainerRestartRuleOnExitCodes{Operator: v1.ContainerRestartRuleOnExitCodesOpIn, Values: []int32{42}}}}
+	restartAllOn42 := []v1.ContainerRestartRule{{Action: v1.ContainerRestartRuleActionRestartAllContainers,
+		ExitCodes: &v1.ContainerRestartRuleOnExitCodes{Operator: v1.ContainerRestartRuleOnExitCodesOpIn, Values: []int32{42}}}}
 	for _, tc := range []struct {
 		desc    string
 		policy  v1.RestartPolicy
+		ctr     v1.Container // the container's own policy and rules
 		old     v1.ContainerState
 		new     v1.ContainerState
 		init    bool
 		wantErr bool
 	}{
+		// ContainerRestartRules: the container's own policy and rules.
+		{desc: "Never pod, Always container may restart", policy: v1.RestartPolicyNever, ctr: v1.Container{RestartPolicy: &always},
+			old: terminated(0), new: runningState},
+		{desc: "Never pod, Never container with a matching rule may restart", policy: v1.RestartPolicyNever,
+			ctr: v1.Container{RestartPolicy: &never, RestartPolicyRules: restartOn42}, old: terminated(42), new: runningState},
+		{desc: "Never pod, Never container, rule not matching", policy: v1.RestartPolicyNever,
+			ctr: v1.Container{RestartPolicy: &never, RestartPolicyRules: restartOn42}, old: terminated(1), new: runningState, wantErr: true},
+		{desc: "a pod that may restart in place is not checked", policy: v1.RestartPolicyNever,
+			ctr: v1.Container{RestartPolicy: &never, RestartPolicyRules: restartAllOn42}, old: terminated(1), new: runningState},
+		{desc: "Never pod, Always init container (a sidecar) may restart", policy: v1.RestartPolicyNever, ctr: v1.Container{RestartPolicy: &always},
+			old: terminated(1), new: runningState, init: true},
+		{desc: "OnFailure pod, OnFailure init container that succeeded", policy: v1.RestartPolicyOnFailure,
+			old: terminated(0), new: runningState, init: true, wantErr: true},
 		{desc: "Always may restart", policy: v1.RestartPolicyAlways, old: terminated(0), new: runningState},
 		{desc: "OnFailure restarts failures", policy: v1.RestartPolicyOnFailure, old: terminated(1), new: runningState},
 		{desc: "OnFailure never restarts successes", policy: v1.RestartPolicyOnFailure, old: terminated(0), new: runningState, wantErr: true},
@@ -208,7 +227,15 @@ func TestCheckContainerStateTransition(t *testing.T) {
 				old.ContainerStatuses = []v1.ContainerStatus{{Name: "a", State: tc.old}}
 				s.ContainerStatuses = []v1.ContainerStatus{{Name: "a", State: tc.new}}
 			}
-			err := CheckContainerStateTransition(old, s, tc.policy)
+			spec := &v1.PodSpec{RestartPolicy: tc.policy}
+			ctr := tc.ctr
+			ctr.Name = "a"
+			if tc.init {
+				spec.InitContainers = []v1.Container{ctr}
+			} else {
+				spec.Containers = []v1.Container{ctr}
+			}
+			err := CheckContainerStateTransition(old, s, spec)
 			if (err != nil) != tc.wantErr {
 				t.Fatalf("err = %v, want error %t", err, tc.wantErr)
 			}

@@ -23,7 +23,8 @@ const (
 
 // kubeletConditions are the condition types the kubelet owns: it writes
 // them, and keeps the API's values of every other type. Matches
-// kubetypes.PodConditionsByKubelet with PodReadyToStartContainers enabled.
+// kubetypes.PodConditionByKubelet with PodReadyToStartContainers and
+// RestartAllContainersOnContainerExits enabled.
 var kubeletConditions = map[v1.PodConditionType]bool{
 	v1.PodScheduled:              true,
 	v1.PodReady:                  true,
@@ -32,6 +33,7 @@ var kubeletConditions = map[v1.PodConditionType]bool{
 	v1.PodResizeInProgress:       true,
 	v1.PodResizePending:          true,
 	v1.PodReadyToStartContainers: true,
+	v1.AllContainersRestarting:   true,
 }
 
 // podConditionByKubelet matches kubetypes.PodConditionByKubelet.
@@ -141,8 +143,11 @@ func NeedToReconcilePodReadiness(pod *v1.Pod) bool {
 // completed and every sidecar started, or once any regular container has
 // run. Matches the kubelet's GeneratePodInitializedCondition, including
 // PodCompleted for a Succeeded pod and "containers with incomplete status:
-// [a]".
-func generatePodInitializedCondition(pod *v1.Pod, statuses []v1.ContainerStatus, phase v1.PodPhase) v1.PodCondition {
+// [a]". A pod initialized before (old says so) stays initialized: an
+// in-place restart sends its init containers back to waiting, and a pod is
+// never uninitialized (the kubelet's RestartAllContainersOnContainerExits
+// path, on by default in v1.36).
+func generatePodInitializedCondition(pod *v1.Pod, old *v1.PodStatus, statuses []v1.ContainerStatus, phase v1.PodPhase) v1.PodCondition {
 	cond := v1.PodCondition{Type: v1.PodInitialized, ObservedGeneration: pod.Generation}
 	if statuses == nil && len(pod.Spec.InitContainers) > 0 {
 		cond.Status, cond.Reason = v1.ConditionFalse, UnknownContainerStatuses
@@ -178,10 +183,40 @@ func generatePodInitializedCondition(pod *v1.Pod, statuses []v1.ContainerStatus,
 		msgs = append(msgs, fmt.Sprintf("containers with incomplete status: %s", incomplete))
 	}
 	if len(msgs) > 0 {
+		if c := findCondition(old.Conditions, v1.PodInitialized); c != nil && c.Status == v1.ConditionTrue {
+			cond.Status = v1.ConditionTrue
+			return cond
+		}
 		cond.Status, cond.Reason, cond.Message = v1.ConditionFalse, ContainersNotInitialized, strings.Join(msgs, ", ")
 		return cond
 	}
 	cond.Status = v1.ConditionTrue
+	return cond
+}
+
+// RestartAllContainersStarted is the reason of AllContainersRestarting=True:
+// a container exited and matched a RestartAllContainers rule. The kubelet's
+// constant.
+const RestartAllContainersStarted = "RestartAllContainersStarted"
+
+// generateAllContainersRestartingCondition says whether the pod is being
+// restarted in place: False with PodCompleted or PodFailed once the pod is
+// terminal; True (RestartAllContainersStarted) while a restart is asked for
+// (ShouldAllContainersRestart) and the runtime still holds some of its
+// containers; False once none asks for it or all are removed, which lets
+// the next sync start them again. Matches the kubelet's
+// GenerateAllContainersRestartingCondition; only pods with a
+// RestartAllContainers rule carry it.
+func generateAllContainersRestartingCondition(pod *v1.Pod, podStatus *container.PodStatus, old *v1.PodStatus, phase v1.PodPhase) v1.PodCondition {
+	cond := v1.PodCondition{Type: v1.AllContainersRestarting, Status: v1.ConditionFalse}
+	switch {
+	case phase == v1.PodSucceeded:
+		cond.Reason = PodCompleted
+	case phase == v1.PodFailed:
+		cond.Reason = PodFailed
+	case container.ShouldAllContainersRestart(pod, podStatus, old) && !container.AllContainersRestartCleanedUp(pod, podStatus):
+		cond.Status, cond.Reason, cond.Message = v1.ConditionTrue, RestartAllContainersStarted, "container exited with restart policy rule"
+	}
 	return cond
 }
 

@@ -35,6 +35,9 @@ const (
 	// container whose instance is gone after the regular containers were
 	// created.
 	messageInitAssumedCompleted = "Unable to get init container status from container runtime and pod has been initialized, treat it as exited normally"
+	// messageRemovedByRestartAll is the kubelet's message for a container
+	// removed by an in-place restart of its pod.
+	messageRemovedByRestartAll = "The container is removed because RestartAllContainers in place"
 )
 
 // convertToAPIContainerStatuses builds the API statuses of one list of
@@ -50,7 +53,10 @@ const (
 //     termination are kept.
 //  2. A container the runtime no longer has, which was Running before, gets
 //     a ContainerStatusUnknown last termination (exit 137), and a restart
-//     counted unless the pod is being deleted.
+//     counted unless the pod is being deleted. While the pod restarts in
+//     place (podRestarting), every such container not already waiting is
+//     Waiting with reason RestartingAllContainers instead, with a
+//     termination of that reason (exit 137) and a restart counted.
 //  3. The newest instance gives the state, the one before it the last
 //     termination state.
 //  4. A container SyncPod will (re)start and that has a recorded reason is
@@ -58,7 +64,7 @@ const (
 //     termination. A vanished ordinary init container is taken as completed
 //     once regular containers exist.
 func convertToAPIContainerStatuses(pod *v1.Pod, podStatus *container.PodStatus, previousStatus []v1.ContainerStatus,
-	containers []v1.Container, hasInitContainers, isInitContainer bool, reasons ReasonLookup) []v1.ContainerStatus {
+	containers []v1.Container, hasInitContainers, isInitContainer, podRestarting bool, reasons ReasonLookup) []v1.ContainerStatus {
 	oldStatuses := make(map[string]v1.ContainerStatus, len(containers))
 	for _, s := range previousStatus {
 		oldStatuses[s.Name] = *s.DeepCopy()
@@ -99,7 +105,15 @@ func convertToAPIContainerStatuses(pod *v1.Pod, podStatus *container.PodStatus, 
 			continue
 		}
 		old, ok := oldStatuses[c.Name]
-		if !ok || old.State.Terminated != nil || old.State.Running == nil {
+		if !ok {
+			continue
+		}
+		if podRestarting && old.State.Waiting == nil {
+			// Removed by the pod's in-place restart: waiting to run again.
+			statuses[c.Name] = removedByRestartAll(statuses[c.Name], old.RestartCount)
+			continue
+		}
+		if old.State.Terminated != nil || old.State.Running == nil {
 			continue
 		}
 		status := statuses[c.Name]
@@ -135,7 +149,7 @@ func convertToAPIContainerStatuses(pod *v1.Pod, podStatus *container.PodStatus, 
 		if old, ok := oldStatuses[cs.Name]; ok {
 			oldPtr = &old
 		}
-		status := convertContainerStatus(cs, oldPtr)
+		status := convertContainerStatus(cs, oldPtr, podRestarting)
 		if spec := findSpec(containers, cs.Name); spec != nil {
 			// In-place resize's allocated view: the runtime view here has no
 			// actual resources, so the spec's stand in, as the kubelet does
@@ -214,12 +228,16 @@ func convertToAPIContainerStatuses(pod *v1.Pod, podStatus *container.PodStatus, 
 }
 
 // convertContainerStatus converts one runtime instance. Matches the closure
-// of the same name in the kubelet's convertToAPIContainerStatuses: created
-// is Waiting (start pending), exited is Terminated with the runtime's code,
-// reason and message, and unknown is Terminated ContainerStatusUnknown (exit
-// 137, one more restart) when the container was Running before, Waiting
-// otherwise.
-func convertContainerStatus(cs *container.Status, old *v1.ContainerStatus) *v1.ContainerStatus {
+// of the same name in the kubelet's convertToAPIContainerStatuses (with
+// RestartAllContainersOnContainerExits on, as in v1.36): created is Waiting
+// (start pending), exited is Terminated with the runtime's code, reason and
+// message, and unknown is Terminated ContainerStatusUnknown (or
+// RestartingAllContainers while the pod restarts in place; exit 137, one
+// more restart) when the container was Running before, Waiting otherwise.
+// Because an in-place restart removes the old instances, the restart count
+// never goes below the previous status's, and the previous termination is
+// carried over when the runtime no longer has it.
+func convertContainerStatus(cs *container.Status, old *v1.ContainerStatus, podRestarting bool) *v1.ContainerStatus {
 	cid := cs.ID.String()
 	status := &v1.ContainerStatus{
 		Name:         cs.Name,
@@ -231,10 +249,21 @@ func convertContainerStatus(cs *container.Status, old *v1.ContainerStatus) *v1.C
 	}
 	if old != nil {
 		status.VolumeMounts = old.VolumeMounts
+		status.RestartCount = max(status.RestartCount, old.RestartCount)
+		if old.ContainerID != status.ContainerID && old.State.Terminated != nil {
+			status.LastTerminationState.Terminated = old.State.Terminated
+		} else if old.LastTerminationState.Terminated != nil {
+			status.LastTerminationState.Terminated = old.LastTerminationState.Terminated
+		}
 	}
 	switch {
 	case cs.State == container.ContainerStateRunning:
 		status.State.Running = &v1.ContainerStateRunning{StartedAt: metav1.NewTime(cs.StartedAt)}
+		if old != nil && old.State.Terminated != nil && old.RestartCount >= int32(cs.RestartCount) {
+			// A new instance after one the runtime no longer has (an
+			// in-place restart removed it): it is a restart all the same.
+			status.RestartCount = old.RestartCount + 1
+		}
 	case cs.State == container.ContainerStateCreated:
 		status.State.Waiting = &v1.ContainerStateWaiting{}
 	case cs.State == container.ContainerStateExited:
@@ -249,8 +278,12 @@ func convertContainerStatus(cs *container.Status, old *v1.ContainerStatus) *v1.C
 	case cs.State == container.ContainerStateUnknown && old != nil && old.State.Running != nil:
 		// It ran and is no longer seen running: report that it stopped,
 		// not that it never ran, or a run-once pod could run twice.
+		reason := ContainerStatusUnknown
+		if podRestarting {
+			reason = RestartingAllContainers
+		}
 		status.State.Terminated = &v1.ContainerStateTerminated{
-			Reason:   ContainerStatusUnknown,
+			Reason:   reason,
 			Message:  messageNotLocatedTerminated,
 			ExitCode: 137,
 		}
@@ -258,6 +291,20 @@ func convertContainerStatus(cs *container.Status, old *v1.ContainerStatus) *v1.C
 	default:
 		status.State.Waiting = &v1.ContainerStateWaiting{}
 	}
+	return status
+}
+
+// removedByRestartAll is the status of a container an in-place restart of
+// its pod removed: waiting to run again, its last termination saying why
+// (the kubelet gives it exit code 137), one more restart counted.
+func removedByRestartAll(status *v1.ContainerStatus, oldRestartCount int32) *v1.ContainerStatus {
+	status.State = v1.ContainerState{Waiting: &v1.ContainerStateWaiting{
+		Reason: RestartingAllContainers, Message: messageRemovedByRestartAll,
+	}}
+	status.LastTerminationState = v1.ContainerState{Terminated: &v1.ContainerStateTerminated{
+		Reason: RestartingAllContainers, Message: messageRemovedByRestartAll, ExitCode: 137,
+	}}
+	status.RestartCount = oldRestartCount + 1
 	return status
 }
 

@@ -20,7 +20,7 @@
 //		HostIPs:       nodeIPs,
 //		PodIsTerminal: terminal,
 //	})
-//	if err := status.CheckContainerStateTransition(cached, &apiStatus, pod.Spec.RestartPolicy); err != nil { ... }
+//	if err := status.CheckContainerStateTransition(cached, &apiStatus, &pod.Spec); err != nil { ... }
 //	if status.NeedsUpdate(cached, &apiStatus) { /* store; write to the API */ }
 //
 // The generated status already carries what the kubelet's status manager

@@ -27,7 +27,8 @@ import (
 //   - conditions: those not owned by the kubelet are kept from pod.Status,
 //     DisruptionTarget from the previous status, then
 //     PodReadyToStartContainers, Initialized, Ready, ContainersReady and
-//     PodScheduled are generated;
+//     PodScheduled are generated, and AllContainersRestarting for a pod with
+//     a RestartAllContainers rule;
 //   - hostIP(s) from Inputs.HostIPs, which a host-network pod also takes as
 //     its pod IPs;
 //   - lastTransitionTime kept from the previous status while a condition's
@@ -104,11 +105,14 @@ func GenerateAPIPodStatus(pod *v1.Pod, podStatus *container.PodStatus, in Inputs
 	s.Conditions = append(s.Conditions, generatePodReadyToStartContainersCondition(pod, podStatus, in.PodSandboxChanged))
 	allStatuses := append(append([]v1.ContainerStatus{}, s.InitContainerStatuses...), s.ContainerStatuses...)
 	s.Conditions = append(s.Conditions,
-		generatePodInitializedCondition(pod, allStatuses, s.Phase),
+		generatePodInitializedCondition(pod, &oldPodStatus, allStatuses, s.Phase),
 		generatePodReadyCondition(pod, s.Conditions, allStatuses, s.Phase),
 		generateContainersReadyCondition(pod, allStatuses, s.Phase),
 		v1.PodCondition{Type: v1.PodScheduled, ObservedGeneration: pod.Generation, Status: v1.ConditionTrue},
 	)
+	if container.AllContainersCouldRestart(&pod.Spec) {
+		s.Conditions = append(s.Conditions, generateAllContainersRestartingCondition(pod, podStatus, &oldPodStatus, s.Phase))
+	}
 
 	setHostIPs(pod, s, in.HostIPs)
 	s.ObservedGeneration = pod.Generation
@@ -117,7 +121,7 @@ func GenerateAPIPodStatus(pod *v1.Pod, podStatus *container.PodStatus, in Inputs
 	now := in.clock().Now()
 	for _, t := range []v1.PodConditionType{
 		v1.ContainersReady, v1.PodReady, v1.PodInitialized, v1.PodReadyToStartContainers,
-		v1.PodScheduled, v1.DisruptionTarget,
+		v1.PodScheduled, v1.DisruptionTarget, v1.AllContainersRestarting,
 	} {
 		updateLastTransitionTime(s, &oldPodStatus, t, now)
 	}
@@ -166,17 +170,18 @@ func convertStatusToAPIStatus(pod *v1.Pod, podStatus *container.PodStatus, old *
 	s.QOSClass = qos.GetPodQOS(pod)
 
 	hasInit := len(pod.Spec.InitContainers) > 0
+	restarting := container.ShouldAllContainersRestart(pod, podStatus, old)
 	s.ContainerStatuses = convertToAPIContainerStatuses(pod, podStatus, old.ContainerStatuses,
-		pod.Spec.Containers, hasInit, false, in.Reasons)
+		pod.Spec.Containers, hasInit, false, restarting, in.Reasons)
 	s.InitContainerStatuses = convertToAPIContainerStatuses(pod, podStatus, old.InitContainerStatuses,
-		pod.Spec.InitContainers, hasInit, true, in.Reasons)
+		pod.Spec.InitContainers, hasInit, true, restarting, in.Reasons)
 	if len(pod.Spec.EphemeralContainers) > 0 {
 		ephemeral := make([]v1.Container, 0, len(pod.Spec.EphemeralContainers))
 		for i := range pod.Spec.EphemeralContainers {
 			ephemeral = append(ephemeral, v1.Container(pod.Spec.EphemeralContainers[i].EphemeralContainerCommon))
 		}
 		s.EphemeralContainerStatuses = convertToAPIContainerStatuses(pod, podStatus, old.EphemeralContainerStatuses,
-			ephemeral, hasInit, false, in.Reasons)
+			ephemeral, hasInit, false, restarting, in.Reasons)
 	}
 	return &s
 }

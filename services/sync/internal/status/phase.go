@@ -21,63 +21,137 @@ func isStaticPod(pod *v1.Pod) bool {
 	return ok && source != apiserverSource
 }
 
+// RestartingAllContainers is the waiting and termination reason of a
+// container removed by an in-place restart of its pod (a
+// RestartAllContainers rule matched), the kubelet's constant.
+const RestartingAllContainers = "RestartingAllContainers"
+
 // getPhase computes the pod's phase from its API container statuses (regular
-// and init). It matches the kubelet's getPhase with the ContainerRestartRules
-// feature off (its default):
+// and init). It matches the kubelet v1.36.3's getPhase with its default
+// gates (ContainerRestartRules and RestartAllContainersOnContainerExits on):
 //
-//   - an ordinary init container that failed under restartPolicy Never fails
-//     the pod;
+//   - an ordinary init container that failed and will not restart (its
+//     effective policy and rules on its exit code, ContainerShouldRestart;
+//     a container removed by an in-place restart always restarts) fails the
+//     pod;
 //   - an ordinary init container not yet completed (absent, running, waiting
-//     without a previous failure) keeps the pod Pending, and so does a
+//     without a previous termination) keeps the pod Pending, and so does a
 //     sidecar not yet started until a regular container has run in the
 //     current sandbox (podHasInitialized);
 //   - a waiting regular container (or sidecar) that never ran keeps it
 //     Pending;
 //   - with everything started and something running, Running;
 //   - with everything stopped: for a terminal pod (not static) Succeeded if
-//     every regular container exited 0, else Failed; otherwise Running
-//     under Always (it restarts), Succeeded if all succeeded, Failed under
-//     Never, Running under OnFailure (the failures restart).
+//     every regular container exited 0, else Failed; otherwise Running if
+//     any stopped container will restart, else Succeeded if all succeeded,
+//     else Failed.
 //
 // Sidecars count as running while they run but never as stopped: a pod whose
 // regular containers completed is Succeeded even if its sidecars were killed
 // with a non-zero code.
 func getPhase(pod *v1.Pod, info []v1.ContainerStatus, podIsTerminal, podHasInitialized bool) v1.PodPhase {
-	spec := pod.Spec
-	pendingRestartableInitContainers := 0
-	pendingRegularInitContainers := 0
-	failedInitialization := 0
+	spec := &pod.Spec
+	pendingInit, failedInitNotRestartable := initContainerCounts(spec, info)
+	c := sidecarCounts(spec, info)
+	c.add(regularCounts(spec, info))
 
+	if failedInitNotRestartable > 0 {
+		return v1.PodFailed
+	}
+	switch {
+	case pendingInit > 0,
+		// Once a regular container has run in this sandbox, a restarting
+		// sidecar must not send the pod back to Pending.
+		c.pendingSidecars > 0 && !podHasInitialized,
+		c.waiting > 0:
+		return v1.PodPending
+	case c.running > 0 && c.unknown == 0:
+		return v1.PodRunning
+	case c.running == 0 && c.stopped > 0 && c.unknown == 0:
+		if podIsTerminal && !isStaticPod(pod) {
+			// Nothing will restart, whatever the policy.
+			if c.stopped == c.succeeded {
+				return v1.PodSucceeded
+			}
+			return v1.PodFailed
+		}
+		switch {
+		case c.stopped != c.stoppedNotRestartable:
+			// At least one is on its way back.
+			return v1.PodRunning
+		case c.stopped == c.succeeded:
+			return v1.PodSucceeded
+		default:
+			return v1.PodFailed
+		}
+	default:
+		return v1.PodPending
+	}
+}
+
+// phaseCounts are getPhase's counters over sidecars and regular containers.
+type phaseCounts struct {
+	unknown, running, waiting, stopped, stoppedNotRestartable, succeeded int
+	pendingSidecars                                                      int
+}
+
+func (c *phaseCounts) add(o phaseCounts) {
+	c.unknown += o.unknown
+	c.running += o.running
+	c.waiting += o.waiting
+	c.stopped += o.stopped
+	c.stoppedNotRestartable += o.stoppedNotRestartable
+	c.succeeded += o.succeeded
+	c.pendingSidecars += o.pendingSidecars
+}
+
+// willRestart reports whether a container that terminated as t runs again:
+// its effective policy and rules say so, or it was removed by an in-place
+// restart of the pod.
+func willRestart(c *v1.Container, spec *v1.PodSpec, t *v1.ContainerStateTerminated) bool {
+	return container.ContainerShouldRestart(c, spec, t.ExitCode) || t.Reason == RestartingAllContainers
+}
+
+// lastTermination is the termination a container status shows: its current
+// state, or, while it waits to run again, its previous one.
+func lastTermination(cs v1.ContainerStatus) *v1.ContainerStateTerminated {
+	if cs.State.Terminated != nil {
+		return cs.State.Terminated
+	}
+	if cs.State.Waiting != nil {
+		return cs.LastTerminationState.Terminated
+	}
+	return nil
+}
+
+// initContainerCounts counts the ordinary init containers still to
+// complete, and those that failed for good.
+func initContainerCounts(spec *v1.PodSpec, info []v1.ContainerStatus) (pending, failedNotRestartable int) {
 	for i := range spec.InitContainers {
 		c := &spec.InitContainers[i]
 		if container.IsRestartableInitContainer(c) {
 			continue
 		}
 		cs, ok := getContainerStatus(info, c.Name)
+		if !ok || cs.State.Running != nil {
+			pending++
+			continue
+		}
+		t := lastTermination(cs)
 		switch {
-		case !ok:
-			pendingRegularInitContainers++
-		case cs.State.Running != nil:
-			pendingRegularInitContainers++
-		case cs.State.Terminated != nil:
-			if cs.State.Terminated.ExitCode != 0 {
-				failedInitialization++
-			}
-		case cs.State.Waiting != nil:
-			if cs.LastTerminationState.Terminated != nil {
-				if cs.LastTerminationState.Terminated.ExitCode != 0 {
-					failedInitialization++
-				}
-			} else {
-				pendingRegularInitContainers++
-			}
-		default:
-			pendingRegularInitContainers++
+		case t == nil:
+			pending++
+		case t.ExitCode != 0 && !willRestart(c, spec, t):
+			failedNotRestartable++
 		}
 	}
+	return pending, failedNotRestartable
+}
 
-	unknown, running, waiting, stopped, succeeded := 0, 0, 0, 0, 0
-
+// sidecarCounts counts the sidecars: running ones, and those not yet
+// started. A stopped sidecar does not count toward the phase.
+func sidecarCounts(spec *v1.PodSpec, info []v1.ContainerStatus) phaseCounts {
+	var n phaseCounts
 	for i := range spec.InitContainers {
 		c := &spec.InitContainers[i]
 		if !container.IsRestartableInitContainer(c) {
@@ -86,83 +160,61 @@ func getPhase(pod *v1.Pod, info []v1.ContainerStatus, podIsTerminal, podHasIniti
 		cs, ok := getContainerStatus(info, c.Name)
 		switch {
 		case !ok:
-			unknown++
+			n.unknown++
 		case cs.State.Running != nil:
 			if cs.Started == nil || !*cs.Started {
-				pendingRestartableInitContainers++
+				n.pendingSidecars++
 			}
-			running++
+			n.running++
 		case cs.State.Terminated != nil:
-			// A stopped sidecar does not count toward the phase.
 		case cs.State.Waiting != nil:
 			if cs.LastTerminationState.Terminated == nil {
-				pendingRestartableInitContainers++
-				waiting++
+				n.pendingSidecars++
+				n.waiting++
 			}
 		default:
-			pendingRestartableInitContainers++
-			unknown++
+			n.pendingSidecars++
+			n.unknown++
 		}
 	}
+	return n
+}
 
+// regularCounts counts the regular containers by state; a stopped one is
+// one whose status shows a termination, and it is not restartable when its
+// effective policy and rules keep it down.
+func regularCounts(spec *v1.PodSpec, info []v1.ContainerStatus) phaseCounts {
+	var n phaseCounts
 	for i := range spec.Containers {
-		cs, ok := getContainerStatus(info, spec.Containers[i].Name)
+		c := &spec.Containers[i]
+		cs, ok := getContainerStatus(info, c.Name)
+		if !ok {
+			n.unknown++
+			continue
+		}
+		if cs.State.Running != nil {
+			n.running++
+			continue
+		}
+		t := lastTermination(cs)
 		switch {
-		case !ok:
-			unknown++
-		case cs.State.Running != nil:
-			running++
-		case cs.State.Terminated != nil:
-			stopped++
-			if cs.State.Terminated.ExitCode == 0 {
-				succeeded++
+		case t != nil:
+			n.stopped++
+			if !willRestart(c, spec, t) {
+				n.stoppedNotRestartable++
+			}
+			// Only a current termination counts as a success; a
+			// container waiting to run again has not succeeded.
+			if cs.State.Terminated != nil && t.ExitCode == 0 {
+				n.succeeded++
 			}
 		case cs.State.Waiting != nil:
-			if cs.LastTerminationState.Terminated != nil {
-				stopped++
-			} else {
-				waiting++
-			}
+			n.waiting++
 		default:
-			unknown++
+			n.unknown++
 		}
 	}
-
-	if failedInitialization > 0 && spec.RestartPolicy == v1.RestartPolicyNever {
-		return v1.PodFailed
-	}
-
-	switch {
-	case pendingRegularInitContainers > 0,
-		// Once a regular container has run in this sandbox, a restarting
-		// sidecar must not send the pod back to Pending.
-		pendingRestartableInitContainers > 0 && !podHasInitialized,
-		waiting > 0:
-		return v1.PodPending
-	case running > 0 && unknown == 0:
-		return v1.PodRunning
-	case running == 0 && stopped > 0 && unknown == 0:
-		if podIsTerminal && !isStaticPod(pod) {
-			// Nothing will restart, whatever the policy.
-			if stopped == succeeded {
-				return v1.PodSucceeded
-			}
-			return v1.PodFailed
-		}
-		switch {
-		case spec.RestartPolicy == v1.RestartPolicyAlways:
-			return v1.PodRunning
-		case stopped == succeeded:
-			return v1.PodSucceeded
-		case spec.RestartPolicy == v1.RestartPolicyNever:
-			return v1.PodFailed
-		default:
-			// OnFailure with a failure: it is restarting.
-			return v1.PodRunning
-		}
-	default:
-		return v1.PodPending
-	}
+	return n
 }
 
 // getContainerStatus finds a status by container name, as podutil's

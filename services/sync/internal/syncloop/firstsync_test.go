@@ -125,8 +125,8 @@ type knownStatusRuntime struct {
 	knownReads [][]string
 }
 
-func (f *knownStatusRuntime) SyncPodWithResult(ctx context.Context, pod *v1.Pod, ps *container.PodStatus, probes kuberuntime.ProbeResults) (kuberuntime.SyncResult, error) {
-	res, _ := f.statusRuntime.SyncPodWithResult(ctx, pod, ps, probes)
+func (f *knownStatusRuntime) SyncPodWithResult(ctx context.Context, pod *v1.Pod, ps *container.PodStatus, probes kuberuntime.ProbeResults, restartAll bool) (kuberuntime.SyncResult, error) {
+	res, _ := f.statusRuntime.SyncPodWithResult(ctx, pod, ps, probes, restartAll)
 	return res, f.syncErr
 }
 

@@ -38,7 +38,7 @@ var _ Runtime = (*fakeRuntime)(nil)
 func (f *fakeRuntime) GetPodStatus(_ context.Context, uid types.UID, name, ns string) (*container.PodStatus, error) {
 	return &container.PodStatus{ID: uid, Name: name, Namespace: ns}, nil
 }
-func (f *fakeRuntime) SyncPod(context.Context, *v1.Pod, *container.PodStatus, kuberuntime.ProbeResults) error {
+func (f *fakeRuntime) SyncPod(context.Context, *v1.Pod, *container.PodStatus, kuberuntime.ProbeResults, bool) error {
 	return nil
 }
 func (f *fakeRuntime) KillPod(_ context.Context, _ *v1.Pod, uid types.UID, grace *int64) error {

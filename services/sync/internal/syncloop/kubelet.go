@@ -48,7 +48,7 @@ import (
 // Runtime is what the sync loop needs of kuberuntime.Manager.
 type Runtime interface {
 	GetPodStatus(ctx context.Context, uid types.UID, name, namespace string) (*container.PodStatus, error)
-	SyncPod(ctx context.Context, pod *v1.Pod, podStatus *container.PodStatus, probes kuberuntime.ProbeResults) error
+	SyncPod(ctx context.Context, pod *v1.Pod, podStatus *container.PodStatus, probes kuberuntime.ProbeResults, restartAllContainers bool) error
 	KillPod(ctx context.Context, pod *v1.Pod, uid types.UID, gracePeriodOverride *int64) error
 	RemovePod(ctx context.Context, uid types.UID) error
 	GetPods(ctx context.Context) (map[types.UID]*kuberuntime.RunningPod, error)
@@ -64,7 +64,7 @@ var _ Runtime = (*kuberuntime.Manager)(nil)
 // whether it acted, so a sync that did nothing does not read the runtime
 // again. A Runtime without it is assumed to act on every sync.
 type resultSyncer interface {
-	SyncPodWithResult(ctx context.Context, pod *v1.Pod, podStatus *container.PodStatus, probes kuberuntime.ProbeResults) (kuberuntime.SyncResult, error)
+	SyncPodWithResult(ctx context.Context, pod *v1.Pod, podStatus *container.PodStatus, probes kuberuntime.ProbeResults, restartAllContainers bool) (kuberuntime.SyncResult, error)
 }
 
 var _ resultSyncer = (*kuberuntime.Manager)(nil)

@@ -27,8 +27,10 @@ type statusRuntime struct {
 	reads  int
 	err    error
 	result kuberuntime.SyncResult
-	// synced is the status each SyncPodWithResult call was given.
-	synced []*container.PodStatus
+	// synced is the status each SyncPodWithResult call was given, and
+	// restartAll its restartAllContainers.
+	synced     []*container.PodStatus
+	restartAll []bool
 }
 
 var (
@@ -57,10 +59,11 @@ func (f *statusRuntime) GetPodStatus(_ context.Context, uid types.UID, _, _ stri
 	return &container.PodStatus{ID: uid}, nil
 }
 
-func (f *statusRuntime) SyncPodWithResult(_ context.Context, _ *v1.Pod, ps *container.PodStatus, _ kuberuntime.ProbeResults) (kuberuntime.SyncResult, error) {
+func (f *statusRuntime) SyncPodWithResult(_ context.Context, _ *v1.Pod, ps *container.PodStatus, _ kuberuntime.ProbeResults, restartAll bool) (kuberuntime.SyncResult, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.synced = append(f.synced, ps)
+	f.restartAll = append(f.restartAll, restartAll)
 	return f.result, nil
 }
 

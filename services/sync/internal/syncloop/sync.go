@@ -183,7 +183,7 @@ func (k *Kubelet) publishStatus(ctx context.Context, pod *v1.Pod, podStatus *con
 	}
 	// The status manager's rules: a status in which a container terminated
 	// for good runs again is dropped; an unchanged one is not republished.
-	if err := status.CheckContainerStateTransition(in.OldStatus, &apiStatus, pod.Spec.RestartPolicy); err != nil {
+	if err := status.CheckContainerStateTransition(in.OldStatus, &apiStatus, &pod.Spec); err != nil {
 		logctx.From(ctx).Error("dropping a pod status that goes backwards", zap.Error(err))
 		if !generated {
 			k.podManager.SetPodStatus(pod.UID, *in.OldStatus)
@@ -246,7 +246,17 @@ func (k *Kubelet) SyncPod(ctx context.Context, updateType worker.UpdateType, pod
 	if k.opts.Prober != nil {
 		probes = k.opts.Prober
 	}
-	res, syncErr := k.syncRuntime(ctx, pod, withAPIPodIPs(podStatus, &apiStatus), probes)
+	// The kubelet's syncPod asks for an in-place restart when the status
+	// it just generated carries AllContainersRestarting=True.
+	restartAll := hasTrueCondition(&apiStatus, v1.AllContainersRestarting)
+	res, syncErr := k.syncRuntime(ctx, pod, withAPIPodIPs(podStatus, &apiStatus), probes, restartAll)
+	if res.Reset && syncErr == nil && k.workers != nil {
+		// The containers are gone; start them again at once rather than
+		// at the next event or resync, as the kubelet's syncPod requeues
+		// the pod. The next sync sees an empty runtime and an unmarked
+		// status, so this does not loop.
+		k.workers.Wake(pod.UID)
+	}
 	switch {
 	case res.Acted:
 		after, afterAt, err := k.readStatusAfterSync(ctx, pod, startedEmpty, res, syncErr)
@@ -291,11 +301,21 @@ func withAPIPodIPs(podStatus *container.PodStatus, apiStatus *v1.PodStatus) *con
 
 // syncRuntime runs the runtime's SyncPod. A Runtime that cannot say whether
 // it acted is taken to have acted.
-func (k *Kubelet) syncRuntime(ctx context.Context, pod *v1.Pod, podStatus *container.PodStatus, probes kuberuntime.ProbeResults) (kuberuntime.SyncResult, error) {
+func (k *Kubelet) syncRuntime(ctx context.Context, pod *v1.Pod, podStatus *container.PodStatus, probes kuberuntime.ProbeResults, restartAll bool) (kuberuntime.SyncResult, error) {
 	if rs, ok := k.runtime.(resultSyncer); ok {
-		return rs.SyncPodWithResult(ctx, pod, podStatus, probes)
+		return rs.SyncPodWithResult(ctx, pod, podStatus, probes, restartAll)
 	}
-	return kuberuntime.SyncResult{Acted: true, WaitingChanged: true}, k.runtime.SyncPod(ctx, pod, podStatus, probes)
+	return kuberuntime.SyncResult{Acted: true, WaitingChanged: true}, k.runtime.SyncPod(ctx, pod, podStatus, probes, restartAll)
+}
+
+// hasTrueCondition reports whether s carries condition t with status True.
+func hasTrueCondition(s *v1.PodStatus, t v1.PodConditionType) bool {
+	for _, c := range s.Conditions {
+		if c.Type == t && c.Status == v1.ConditionTrue {
+			return true
+		}
+	}
+	return false
 }
 
 // SyncTerminatingPod stops the pod's containers with the grace period, then

@@ -16,8 +16,10 @@ import (
 
 // validateContainers matches validateContainers: at least one container,
 // names unique among regular containers (collisions with init and ephemeral
-// containers are reported on those), probes and hooks allowed, no
-// container-level restartPolicy, host ports unique across containers.
+// containers are reported on those), probes and hooks allowed, a
+// container-level restartPolicy and restartPolicyRules as
+// validateContainerRestartPolicy allows them, host ports unique across
+// containers.
 func validateContainers(containers []v1.Container, vols map[string]v1.VolumeSource, gracePeriod *int64, fldPath *field.Path) field.ErrorList {
 	if len(containers) == 0 {
 		return field.ErrorList{field.Required(fldPath, "")}
@@ -34,16 +36,15 @@ func validateContainers(containers []v1.Container, vols map[string]v1.VolumeSour
 			names.Insert(c.Name)
 		}
 		allErrs = append(allErrs, validateProbesAndLifecycle(c, gracePeriod, idxPath)...)
-		if c.RestartPolicy != nil {
-			allErrs = append(allErrs, field.Forbidden(idxPath.Child("restartPolicy"), "may not be set for non-init containers"))
-		}
+		allErrs = append(allErrs, validateContainerRestartPolicy(c.RestartPolicy, c.RestartPolicyRules, idxPath)...)
 	}
 	allErrs = append(allErrs, checkHostPortConflicts(containers, fldPath)...)
 	return allErrs
 }
 
 // validateInitContainers matches validateInitContainers: names unique across
-// init and regular containers; restartPolicy may only be Always (a sidecar);
+// init and regular containers; restartPolicy and restartPolicyRules as
+// validateInitContainerRestartPolicy allows them (Always makes a sidecar);
 // only sidecars may have probes and lifecycle hooks; host ports are checked
 // per init container because they run one at a time.
 func validateInitContainers(inits, regular []v1.Container, vols map[string]v1.VolumeSource, gracePeriod *int64, fldPath *field.Path) field.ErrorList {
@@ -57,15 +58,8 @@ func validateInitContainers(inits, regular []v1.Container, vols map[string]v1.Vo
 		idxPath := fldPath.Index(i)
 		allErrs = append(allErrs, validateContainerCommon(c, vols, idxPath)...)
 
-		restartable := false
-		if c.RestartPolicy != nil {
-			if *c.RestartPolicy == v1.ContainerRestartPolicyAlways {
-				restartable = true
-			} else {
-				allErrs = append(allErrs, field.NotSupported(idxPath.Child("restartPolicy"), *c.RestartPolicy,
-					[]v1.ContainerRestartPolicy{v1.ContainerRestartPolicyAlways}))
-			}
-		}
+		allErrs = append(allErrs, validateInitContainerRestartPolicy(c.RestartPolicy, c.RestartPolicyRules, idxPath)...)
+		restartable := c.RestartPolicy != nil && *c.RestartPolicy == v1.ContainerRestartPolicyAlways
 		if names.Has(c.Name) {
 			allErrs = append(allErrs, field.Duplicate(idxPath.Child("name"), c.Name))
 		} else if c.Name != "" {
@@ -199,12 +193,6 @@ func validateContainerCommon(c *v1.Container, vols map[string]v1.VolumeSource, f
 	default:
 		allErrs = append(allErrs, field.NotSupported(fldPath.Child("imagePullPolicy"), c.ImagePullPolicy,
 			[]v1.PullPolicy{v1.PullAlways, v1.PullIfNotPresent, v1.PullNever}))
-	}
-
-	if len(c.RestartPolicyRules) > 0 {
-		// The ContainerRestartRules feature is alpha and off, as on a
-		// default API server.
-		allErrs = append(allErrs, field.Forbidden(fldPath.Child("restartPolicyRules"), "may not be set: the ContainerRestartRules feature is not enabled"))
 	}
 
 	allErrs = append(allErrs, validateContainerPorts(c.Ports, fldPath.Child("ports"))...)

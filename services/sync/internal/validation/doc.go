@@ -25,8 +25,12 @@
 //   - terminationGracePeriodSeconds must not be negative (the API server
 //     silently turns a negative value into 1);
 //   - volume sources get only structural checks (exactly one source, names
-//     and paths), not every plugin's field rules;
-//   - feature-gated alpha fields (container restartPolicyRules) are refused.
+//     and paths), not every plugin's field rules.
+//
+// Feature gates are taken at the v1.36 API server's defaults: a container's
+// own restartPolicy and restartPolicyRules (ContainerRestartRules and
+// RestartAllContainersOnContainerExits, both on) are validated as it
+// validates them.
 //
 // Use AsError to turn a list into an error that wraps
 // errdefs.ErrInvalidArgument.

@@ -82,6 +82,18 @@ func TestValidatePodAcceptsValidPods(t *testing.T) {
 		mutate func(*v1.Pod)
 	}{
 		{desc: "the base pod"},
+		{desc: "restartPolicy on a regular container (ContainerRestartRules)", mutate: func(p *v1.Pod) { p.Spec.Containers[1].RestartPolicy = &always }},
+		{desc: "init container restartPolicy Never (ContainerRestartRules)", mutate: func(p *v1.Pod) {
+			never := v1.ContainerRestartPolicyNever
+			p.Spec.InitContainers[0].RestartPolicy = &never
+		}},
+		{desc: "RestartAllContainers rule on a regular and a sidecar container", mutate: func(p *v1.Pod) {
+			never := v1.ContainerRestartPolicyNever
+			rules := []v1.ContainerRestartRule{{Action: v1.ContainerRestartRuleActionRestartAllContainers,
+				ExitCodes: &v1.ContainerRestartRuleOnExitCodes{Operator: v1.ContainerRestartRuleOnExitCodesOpIn, Values: []int32{42}}}}
+			p.Spec.Containers[1].RestartPolicy, p.Spec.Containers[1].RestartPolicyRules = &never, rules
+			p.Spec.InitContainers[0].RestartPolicy, p.Spec.InitContainers[0].RestartPolicyRules = &always, rules
+		}},
 		{desc: "restartable init container with probes", mutate: func(p *v1.Pod) {
 			p.Spec.InitContainers[0].RestartPolicy = &always
 			p.Spec.InitContainers[0].StartupProbe = &v1.Probe{ProbeHandler: v1.ProbeHandler{Exec: &v1.ExecAction{Command: []string{"true"}}}, PeriodSeconds: 1, TimeoutSeconds: 1, SuccessThreshold: 1, FailureThreshold: 1}
@@ -122,7 +134,6 @@ func TestValidatePodAcceptsValidPods(t *testing.T) {
 
 func TestValidatePod(t *testing.T) {
 	never := v1.ContainerRestartPolicyNever
-	always := v1.ContainerRestartPolicyAlways
 	tests := []struct {
 		desc   string
 		mutate func(*v1.Pod)
@@ -163,16 +174,24 @@ func TestValidatePod(t *testing.T) {
 		{desc: "image with surrounding whitespace", mutate: func(p *v1.Pod) { p.Spec.Containers[0].Image = " nginx" }, want: []wantErr{{field.ErrorTypeInvalid, "spec.containers[0].image"}}},
 		{desc: "pod restartPolicy unsupported", mutate: func(p *v1.Pod) { p.Spec.RestartPolicy = "Sometimes" }, want: []wantErr{{field.ErrorTypeNotSupported, "spec.restartPolicy"}}},
 		{desc: "pod restartPolicy missing", mutate: func(p *v1.Pod) { p.Spec.RestartPolicy = "" }, want: []wantErr{{field.ErrorTypeRequired, "spec.restartPolicy"}}},
-		{desc: "restartPolicy on a regular container", mutate: func(p *v1.Pod) { p.Spec.Containers[1].RestartPolicy = &always }, want: []wantErr{{field.ErrorTypeForbidden, "spec.containers[1].restartPolicy"}}},
-		{desc: "init container restartPolicy Never", mutate: func(p *v1.Pod) { p.Spec.InitContainers[0].RestartPolicy = &never }, want: []wantErr{{field.ErrorTypeNotSupported, "spec.initContainers[0].restartPolicy"}}},
+		{desc: "regular container restartPolicy unsupported", mutate: func(p *v1.Pod) {
+			bad := v1.ContainerRestartPolicy("Sometimes")
+			p.Spec.Containers[1].RestartPolicy = &bad
+		}, want: []wantErr{{field.ErrorTypeNotSupported, "spec.containers[1].restartPolicy"}}},
 		{
 			desc:   "probe on a non-restartable init container",
 			mutate: func(p *v1.Pod) { p.Spec.InitContainers[0].ReadinessProbe = p.Spec.Containers[0].ReadinessProbe },
 			want:   []wantErr{{field.ErrorTypeForbidden, "spec.initContainers[0].readinessProbe"}},
 		},
-		{desc: "restartPolicyRules are not enabled", mutate: func(p *v1.Pod) {
+		{desc: "restartPolicyRules without restartPolicy or exitCodes", mutate: func(p *v1.Pod) {
 			p.Spec.Containers[1].RestartPolicyRules = []v1.ContainerRestartRule{{Action: v1.ContainerRestartRuleActionRestart}}
-		}, want: []wantErr{{field.ErrorTypeForbidden, "spec.containers[1].restartPolicyRules"}}},
+		}, want: []wantErr{{field.ErrorTypeRequired, "spec.containers[1].restartPolicy"}, {field.ErrorTypeRequired, "spec.containers[1].restartPolicyRules[0].exitCodes"}}},
+		{desc: "restartPolicyRules on an ephemeral container", mutate: func(p *v1.Pod) {
+			p.Spec.EphemeralContainers = []v1.EphemeralContainer{{EphemeralContainerCommon: v1.EphemeralContainerCommon{
+				Name: "debug", Image: "busybox", ImagePullPolicy: v1.PullAlways, TerminationMessagePolicy: v1.TerminationMessageReadFile,
+				RestartPolicy: &never, RestartPolicyRules: []v1.ContainerRestartRule{{Action: v1.ContainerRestartRuleActionRestart,
+					ExitCodes: &v1.ContainerRestartRuleOnExitCodes{Operator: v1.ContainerRestartRuleOnExitCodesOpIn, Values: []int32{1}}}}}}}
+		}, want: []wantErr{{field.ErrorTypeForbidden, "spec.ephemeralContainers[0].restartPolicy"}, {field.ErrorTypeForbidden, "spec.ephemeralContainers[0].restartPolicyRules"}}},
 		{desc: "containerPort out of range", mutate: func(p *v1.Pod) { p.Spec.Containers[0].Ports[0].ContainerPort = 70000 }, want: []wantErr{{field.ErrorTypeInvalid, "spec.containers[0].ports[0].containerPort"}}},
 		{desc: "containerPort missing", mutate: func(p *v1.Pod) { p.Spec.Containers[0].Ports[0].ContainerPort = 0 }, want: []wantErr{{field.ErrorTypeRequired, "spec.containers[0].ports[0].containerPort"}}},
 		{desc: "hostPort out of range", mutate: func(p *v1.Pod) { p.Spec.Containers[0].Ports[0].HostPort = -1 }, want: []wantErr{{field.ErrorTypeInvalid, "spec.containers[0].ports[0].hostPort"}}},
