@@ -185,7 +185,7 @@ start_gateway() {
   # Parity is the point: the gateway must allow everything containerd allows.
   "$ROOT/bin/splitlet-gateway" --backend=cri --runtime-endpoint="unix://$CONTAINERD_SOCK" \
     --socket="$sock" --allow-host-network --allow-privileged --allow-host-pid \
-    --allow-host-ipc --allowed-host-path=/ --metrics-addr="" --log-level=debug \
+    --allow-host-ipc --allowed-host-path=/ --allowed-capability="*" --metrics-addr="" --log-level=debug \
     "${extra[@]}" \
     >"$OUT/gateway.log" 2>&1 &
   GATEWAY_PID=$!

@@ -21,19 +21,26 @@ func (p *Policy) CheckCreateContainer(req *runtimeapi.CreateContainerRequest) er
 		cfg.GetMetadata().GetName(), podName(req.GetSandboxConfig().GetMetadata()))}
 }
 
-// createContainerRule is the first rule cfg breaks, or "".
+// createContainerRule is the first rule cfg breaks, or "": the container
+// as a Pod of one, with its own namespaces and its mounts' host paths.
 func (p *Policy) createContainerRule(cfg *runtimeapi.ContainerConfig) string {
 	sc := cfg.GetLinux().GetSecurityContext()
-	if sc.GetPrivileged() && !p.cfg.AllowPrivileged {
-		return "privileged containers are not allowed"
-	}
-	if rule := p.namespaceRule(sc.GetNamespaceOptions()); rule != "" {
-		return rule
-	}
-	for _, m := range cfg.GetMounts() {
-		if m.GetHostPath() != "" && !p.hostPathAllowed(m.GetHostPath()) {
-			return fmt.Sprintf("host path %q is not under an allowed prefix", m.GetHostPath())
+	pod := namespaces(sc.GetNamespaceOptions())
+	pod.Containers = []Container{{Privileged: sc.GetPrivileged(), AddCapabilities: sc.GetCapabilities().GetAddCapabilities()}}
+	for i, m := range cfg.GetMounts() {
+		if m.GetHostPath() != "" {
+			pod.HostPaths = append(pod.HostPaths, HostPath{Index: i, Path: m.GetHostPath()})
 		}
 	}
-	return ""
+	v := p.Violations(pod)
+	if len(v) == 0 {
+		return ""
+	}
+	// A container's own refusal reads before its pod's namespaces'.
+	for _, x := range v {
+		if x.Kind == KindPrivileged {
+			return x.Rule
+		}
+	}
+	return v[0].Rule
 }

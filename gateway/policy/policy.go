@@ -10,10 +10,14 @@
 //   - the host's PID namespace, unless AllowHostPID;
 //   - the host's IPC namespace, unless AllowHostIPC;
 //   - host path mounts outside AllowedHostPathPrefixes (compared after
-//     filepath.Clean, so "/var/log/../etc" is seen as "/etc").
+//     resolving "..", and the symbolic links of the part of the path that
+//     exists, so "/var/log/../etc" and a link to /etc are seen as "/etc");
+//   - capabilities a container adds that AllowedCapabilities does not list
+//     (ALL only with "*").
 //
 // Defaults (DefaultConfig, and the gateway's flags): privileged, host PID and
-// host IPC are denied; host network is ALLOWED, because node agents commonly
+// host IPC are denied, capabilities beyond the baseline set
+// (BaselineCapabilities) too; host network is ALLOWED, because node agents commonly
 // run with hostNetwork and pods on a node without CNI (the e2e suite) can only
 // use the node network; host paths are allowed only under /var/lib/splitlet,
 // where the sync service keeps pod directories (etc-hosts, termination logs,
@@ -36,10 +40,12 @@ package policy
 import (
 	"fmt"
 	"path/filepath"
-	"strings"
+	"slices"
 
 	"github.com/containerd/errdefs"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/splitlet/splitlet/internal/hostpath"
 )
 
 // DefaultHostPathPrefix is where the sync service keeps per-pod directories;
@@ -60,6 +66,9 @@ type Config struct {
 	// AllowedHostPathPrefixes are the directories under which host paths may be
 	// mounted into containers. "/" allows every path; empty allows none.
 	AllowedHostPathPrefixes []string
+	// AllowedCapabilities are the capabilities a container may add, as
+	// named without CAP_; "*" allows every one, ALL included.
+	AllowedCapabilities []string
 }
 
 // DefaultConfig is the gateway's default: see the package comment for why.
@@ -67,13 +76,15 @@ func DefaultConfig() Config {
 	return Config{
 		AllowHostNetwork:        true,
 		AllowedHostPathPrefixes: []string{DefaultHostPathPrefix},
+		AllowedCapabilities:     slices.Clone(BaselineCapabilities),
 	}
 }
 
 // Policy checks CRI requests against a Config. It is safe for concurrent use.
 type Policy struct {
-	cfg      Config
-	prefixes []string // cleaned, absolute
+	cfg          Config
+	prefixes     []string // cleaned, absolute
+	capabilities []string // capabilityName-d
 }
 
 // New returns a Policy for cfg. Relative prefixes are ignored: a CRI host path
@@ -84,7 +95,10 @@ func New(cfg Config) *Policy {
 		if !filepath.IsAbs(prefix) {
 			continue
 		}
-		p.prefixes = append(p.prefixes, filepath.Clean(prefix))
+		p.prefixes = append(p.prefixes, hostpath.Resolve(prefix))
+	}
+	for _, c := range cfg.AllowedCapabilities {
+		p.capabilities = append(p.capabilities, capabilityName(c))
 	}
 	return p
 }
@@ -120,27 +134,16 @@ func (e *DeniedError) Error() string {
 // the server's error conversion finds the gRPC code.
 func (e *DeniedError) Unwrap() error { return errdefs.ErrPermissionDenied }
 
-// namespaceRule applies the host namespace rules shared by pods and
-// containers: it returns the first rule ns breaks, or "".
-func (p *Policy) namespaceRule(ns *runtimeapi.NamespaceOption) string {
-	switch {
-	case ns.GetNetwork() == runtimeapi.NamespaceMode_NODE && !p.cfg.AllowHostNetwork:
-		return "host network is not allowed"
-	case ns.GetPid() == runtimeapi.NamespaceMode_NODE && !p.cfg.AllowHostPID:
-		return "host PID namespace is not allowed"
-	case ns.GetIpc() == runtimeapi.NamespaceMode_NODE && !p.cfg.AllowHostIPC:
-		return "host IPC namespace is not allowed"
-	}
-	return ""
-}
-
-// hostPathAllowed reports whether path, once cleaned, is one of the allowed
-// prefixes or below one. Comparing whole path elements keeps "/var/lib/splitlet2"
-// from matching the prefix "/var/lib/splitlet".
+// hostPathAllowed reports whether path, once resolved, is one of the
+// allowed prefixes or below one. Comparing whole path elements keeps
+// "/var/lib/splitlet2" from matching the prefix "/var/lib/splitlet".
 func (p *Policy) hostPathAllowed(path string) bool {
-	clean := filepath.Clean(path)
+	if !filepath.IsAbs(path) {
+		return false
+	}
+	real := hostpath.Resolve(path)
 	for _, prefix := range p.prefixes {
-		if prefix == "/" || clean == prefix || strings.HasPrefix(clean, prefix+"/") {
+		if hostpath.Within(real, prefix) {
 			return true
 		}
 	}

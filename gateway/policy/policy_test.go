@@ -2,6 +2,9 @@ package policy
 
 import (
 	"errors"
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -38,6 +41,11 @@ func containerReq(privileged bool, ns *runtimeapi.NamespaceOption, hostPaths ...
 			Metadata: &runtimeapi.PodSandboxMetadata{Name: "web", Namespace: "default"},
 		},
 	}
+}
+
+func withCaps(req *runtimeapi.CreateContainerRequest, caps ...string) *runtimeapi.CreateContainerRequest {
+	req.Config.Linux.SecurityContext.Capabilities = &runtimeapi.Capability{AddCapabilities: caps}
+	return req
 }
 
 func nodeNS(network, pid, ipc bool) *runtimeapi.NamespaceOption {
@@ -95,6 +103,16 @@ func TestCheck(t *testing.T) {
 		{desc: "slash allows every host path", cfg: Config{AllowedHostPathPrefixes: []string{"/"}},
 			req: containerReq(false, nil, "/etc/shadow")},
 		{desc: "mount without host path is not a host path mount", cfg: Config{}, req: containerReq(false, nil, "")},
+		{desc: "default allows a baseline capability", cfg: DefaultConfig(), req: withCaps(containerReq(false, nil), "NET_BIND_SERVICE", "CAP_CHOWN")},
+		{desc: "default denies SYS_ADMIN", cfg: DefaultConfig(), req: withCaps(containerReq(false, nil), "CHOWN", "SYS_ADMIN"),
+			wantErr: `capability SYS_ADMIN is not allowed (container "c1"`},
+		{desc: "default denies ALL", cfg: DefaultConfig(), req: withCaps(containerReq(false, nil), "all"),
+			wantErr: "capability ALL is not allowed"},
+		{desc: "ALL listed is still not every capability", cfg: Config{AllowedCapabilities: []string{"ALL"}}, req: withCaps(containerReq(false, nil), "ALL"),
+			wantErr: "capability ALL is not allowed"},
+		{desc: "star allows ALL", cfg: Config{AllowedCapabilities: []string{"*"}}, req: withCaps(containerReq(false, nil), "ALL", "SYS_ADMIN")},
+		{desc: "a listed capability in either spelling", cfg: Config{AllowedCapabilities: []string{"CAP_NET_ADMIN"}}, req: withCaps(containerReq(false, nil), "net_admin")},
+		{desc: "a privileged container's capabilities are not checked", cfg: Config{AllowPrivileged: true}, req: withCaps(containerReq(true, nil), "SYS_ADMIN")},
 		{desc: "other requests are allowed", cfg: Config{}, req: &runtimeapi.StartContainerRequest{ContainerId: "x"}},
 	}
 	for _, tc := range tests {
@@ -120,5 +138,57 @@ func TestCheck(t *testing.T) {
 				t.Errorf("Check() error %v is not a DeniedError naming a rule", err)
 			}
 		})
+	}
+}
+
+// A symbolic link under an allowed prefix that leads out of it is seen
+// where it leads, for a path that exists and for one below it that does
+// not yet (DirectoryOrCreate).
+func TestHostPathsAreResolvedThroughLinks(t *testing.T) {
+	root := t.TempDir()
+	allowed := filepath.Join(root, "allowed")
+	secret := filepath.Join(root, "secret")
+	for _, d := range []string{allowed, secret} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Symlink(secret, filepath.Join(allowed, "link")); err != nil {
+		t.Fatal(err)
+	}
+	p := New(Config{AllowedHostPathPrefixes: []string{allowed}})
+	for path, want := range map[string]bool{
+		filepath.Join(allowed, "plain"):          true,
+		filepath.Join(allowed, "link"):           false,
+		filepath.Join(allowed, "link", "new/x"):  false,
+		filepath.Join(allowed, "..", "secret"):   false,
+		filepath.Join(allowed, "new", "..", "a"): true,
+	} {
+		if got := p.hostPathAllowed(path); got != want {
+			t.Errorf("hostPathAllowed(%s) = %v, want %v", path, got, want)
+		}
+	}
+}
+
+func TestViolationsNameWhatBrokeEachRule(t *testing.T) {
+	p := New(DefaultConfig())
+	got := p.Violations(Pod{
+		HostPID: true,
+		Containers: []Container{
+			{AddCapabilities: []string{"CHOWN"}},
+			{Privileged: true},
+			{AddCapabilities: []string{"SYS_TIME", "KILL", "CAP_NET_RAW"}},
+		},
+		HostPaths: []HostPath{{Index: 0, Path: "/var/lib/splitlet/x"}, {Index: 3, Path: "/etc"}},
+	})
+	want := []Violation{
+		{Kind: KindHostPID, Rule: "host PID namespace is not allowed"},
+		{Kind: KindPrivileged, Rule: "privileged containers are not allowed", Index: 1},
+		{Kind: KindCapability, Rule: "capability SYS_TIME is not allowed", Index: 2, Value: "SYS_TIME"},
+		{Kind: KindCapability, Rule: "capability NET_RAW is not allowed", Index: 2, Value: "CAP_NET_RAW"},
+		{Kind: KindHostPath, Rule: `host path "/etc" is not under an allowed prefix`, Index: 3, Value: "/etc"},
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("Violations =\n%+v\nwant\n%+v", got, want)
 	}
 }

@@ -126,7 +126,7 @@ func startNode(ctx context.Context, cfg Config, c *cluster.Cluster) (stop func()
 			RuntimeEndpoint: cfg.RuntimeEndpoint,
 			// What the kubelet allows by default: the suite runs
 			// privileged, host-namespace and hostPath pods.
-			GatewayArgs: []string{"--allow-privileged", "--allow-host-pid", "--allow-host-ipc", "--allowed-host-path=/"},
+			GatewayArgs: []string{"--allow-privileged", "--allow-host-pid", "--allow-host-ipc", "--allowed-host-path=/", "--allowed-capability=*"},
 			SyncArgs: []string{
 				"--kubeconfig=" + kubeconfig,
 				// Untainted, as a kubelet registers: the suite's pods

@@ -51,6 +51,7 @@ func Parse(args []string, output io.Writer) (Config, error) {
 	s.Policy = policy.DefaultConfig()
 	mode := octalMode(server.DefaultSocketMode)
 	hostPaths := &replaceList{values: s.Policy.AllowedHostPathPrefixes}
+	capabilities := &replaceList{values: s.Policy.AllowedCapabilities, split: true}
 	logLevel := "info"
 	var preload string
 
@@ -99,6 +100,9 @@ func Parse(args []string, output io.Writer) (Config, error) {
 	fs.Var(hostPaths, "allowed-host-path",
 		"directory under which host paths may be mounted into containers; repeat for several; giving it replaces the default "+
 			policy.DefaultHostPathPrefix+" (sync's pod directories); \"/\" allows every path")
+	fs.Var(capabilities, "allowed-capability",
+		"capability a container may add (CHOWN or CAP_CHOWN); repeat, or comma-separate, for several; giving it replaces the default, "+
+			"the Pod Security Standards' baseline set ("+strings.Join(policy.BaselineCapabilities, ",")+"); \"*\" allows every one, ALL included")
 	fs.StringVar(&logLevel, "log-level", logLevel, "least severe log level written: debug (one line per CRI call), info, warn or error")
 	fs.StringVar(&cfg.LogFormat, "log-format", "json", `log encoding: "json" or "console"`)
 	fs.StringVar(&preload, "fake-preload-images", "",
@@ -114,6 +118,7 @@ func Parse(args []string, output io.Writer) (Config, error) {
 	}
 	s.SocketMode = os.FileMode(mode)
 	s.Policy.AllowedHostPathPrefixes = hostPaths.values
+	s.Policy.AllowedCapabilities = capabilities.values
 	for _, ref := range strings.Split(preload, ",") {
 		if ref = strings.TrimSpace(ref); ref != "" {
 			s.FakePreloadImages = append(s.FakePreloadImages, ref)
@@ -176,6 +181,8 @@ func (m *octalMode) Set(v string) error {
 type replaceList struct {
 	values []string
 	set    bool
+	// split takes comma-separated values too.
+	split bool
 }
 
 func (l *replaceList) String() string {
@@ -189,6 +196,14 @@ func (l *replaceList) Set(v string) error {
 	if !l.set {
 		l.values, l.set = nil, true
 	}
-	l.values = append(l.values, v)
+	if !l.split {
+		l.values = append(l.values, v)
+		return nil
+	}
+	for _, part := range strings.Split(v, ",") {
+		if part = strings.TrimSpace(part); part != "" {
+			l.values = append(l.values, part)
+		}
+	}
 	return nil
 }

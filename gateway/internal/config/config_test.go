@@ -44,11 +44,17 @@ func TestParse(t *testing.T) {
 				t.Errorf("profiling %v on %q, want true on %q", c.Server.Profiling, c.Server.MetricsAddr, DefaultMetricsAddr)
 			}
 		}},
+		{desc: "capabilities replace the baseline, comma-separated or repeated", args: []string{"--allowed-capability=NET_ADMIN, SYS_TIME", "--allowed-capability=CHOWN"},
+			check: func(t *testing.T, c Config) {
+				if want := []string{"NET_ADMIN", "SYS_TIME", "CHOWN"}; !reflect.DeepEqual(c.Server.Policy.AllowedCapabilities, want) {
+					t.Errorf("capabilities = %v, want %v", c.Server.Policy.AllowedCapabilities, want)
+				}
+			}},
 		{desc: "critest-style allow everything", args: []string{"--backend=cri", "--socket=/tmp/gw.sock",
 			"--allow-host-network", "--allow-privileged", "--allow-host-pid", "--allow-host-ipc",
-			"--allowed-host-path=/", `--metrics-addr=`}, check: func(t *testing.T, c Config) {
+			"--allowed-host-path=/", "--allowed-capability=*", `--metrics-addr=`}, check: func(t *testing.T, c Config) {
 			want := policy.Config{AllowPrivileged: true, AllowHostNetwork: true, AllowHostPID: true,
-				AllowHostIPC: true, AllowedHostPathPrefixes: []string{"/"}}
+				AllowHostIPC: true, AllowedHostPathPrefixes: []string{"/"}, AllowedCapabilities: []string{"*"}}
 			if !reflect.DeepEqual(c.Server.Policy, want) {
 				t.Errorf("policy = %+v, want %+v", c.Server.Policy, want)
 			}
