@@ -192,6 +192,7 @@ func New(cfg Config, rt backend.Runtime, opts ...Option) (_ *Server, retErr erro
 		runtimeapi.RegisterRuntimeServiceServer(gs, rt)
 		runtimeapi.RegisterImageServiceServer(gs, rt)
 		healthpb.RegisterHealthServer(gs, s.health)
+		gatewayv1.RegisterPolicyServiceServer(gs, policyService{policy: s.policy})
 		if ctl != nil {
 			gatewayv1.RegisterFakeControlServiceServer(gs, ctl)
 		}
