@@ -64,6 +64,9 @@ type stackOptions struct {
 	// admission, when set, starts splitlet-admission with the configuration
 	// it returns for a root directory; sync then admits through it.
 	admission func(rootDir string) string
+	// defaultPolicy runs the gateway with its default policy; otherwise
+	// every host path is allowed (--allowed-host-path=/).
+	defaultPolicy bool
 }
 
 // freeAddr returns a loopback address nobody listens on right now.
@@ -102,6 +105,9 @@ func startStack(t *testing.T, opts stackOptions) *stack {
 			"--log-level=debug",
 		}, opts.syncArgs...),
 		StopGrace: 10 * time.Second,
+	}
+	if opts.defaultPolicy {
+		cfg.GatewayArgs = []string{"--log-level=warn"}
 	}
 	if opts.admission != nil {
 		root := filepath.Join(dir, "adm-root")

@@ -47,6 +47,7 @@ import (
 	"github.com/splitlet/splitlet/services/sync/internal/events"
 	"github.com/splitlet/splitlet/services/sync/internal/kuberuntime"
 	"github.com/splitlet/splitlet/services/sync/internal/podmanager"
+	"github.com/splitlet/splitlet/services/sync/internal/policycheck"
 	"github.com/splitlet/splitlet/services/sync/internal/prober"
 	"github.com/splitlet/splitlet/services/sync/internal/pullcreds"
 	"github.com/splitlet/splitlet/services/sync/internal/server"
@@ -161,6 +162,7 @@ func Run(ctx context.Context, cfg config.Config) error {
 		log.Error("some stored pods could not be read", zap.Error(err))
 	}
 	apiSource.SetAPIObjects(kubeClient != nil)
+	apiSource.SetPolicy(policycheck.New(conn, protectedDirs(cfg)...).Check)
 
 	// The prober's counters have their own registry, served by the node
 	// API on /metrics/probes as the kubelet's.
@@ -365,6 +367,18 @@ func Run(ctx context.Context, cfg config.Config) error {
 	stopKeeper()
 	<-keeperDone
 	return runErr
+}
+
+// protectedDirs are the directories no pod may mount (policycheck): sync's
+// state, and the directories of its own socket and the gateway's.
+func protectedDirs(cfg config.Config) []string {
+	dirs := []string{cfg.StateDir}
+	for _, sock := range []string{cfg.Listen.SocketPath(), strings.TrimPrefix(cfg.RuntimeEndpoint, "unix://")} {
+		if filepath.IsAbs(sock) {
+			dirs = append(dirs, filepath.Dir(sock))
+		}
+	}
+	return dirs
 }
 
 // compressMinBytes is the smallest PodService response sync gzips for a

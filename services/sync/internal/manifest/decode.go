@@ -114,6 +114,11 @@ func decodePod(raw json.RawMessage) (*v1.Pod, error) {
 	pod := &v1.Pod{}
 	strictErrs, err := sigsjson.UnmarshalStrict(raw, pod)
 	if err != nil {
+		// A malformed quantity fails inside its own decoder, which does not
+		// know where it is; say where.
+		if errs := quantityErrors(raw); len(errs) > 0 {
+			return nil, fmt.Errorf("%w: %v", errdefs.ErrInvalidArgument, errs.ToAggregate())
+		}
 		return nil, fmt.Errorf("%w: %v", errdefs.ErrInvalidArgument, err)
 	}
 	if len(strictErrs) > 0 {

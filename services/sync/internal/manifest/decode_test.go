@@ -180,3 +180,21 @@ func TestDecodeKeepsFields(t *testing.T) {
 		t.Errorf("Decode applied defaults: %+v", web.Spec)
 	}
 }
+
+func TestMalformedQuantitiesAreNamedByField(t *testing.T) {
+	for _, tc := range []struct{ manifest, want string }{
+		{"resources: {limits: {cpu: abc}}", `spec.containers[0].resources.limits.cpu: Invalid value: "abc": quantities must match`},
+		{"resources: {requests: {memory: 12XB, cpu: '1'}}", `spec.containers[0].resources.requests.memory: Invalid value: "12XB"`},
+		{"resources: {requests: {memory: [1]}}", `spec.containers[0].resources.requests.memory: Invalid value`},
+	} {
+		doc := "apiVersion: v1\nkind: Pod\nmetadata: {name: q}\nspec:\n  containers:\n  - name: a\n    image: b\n    " + tc.manifest + "\n"
+		_, err := Decode([]byte(doc))
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want %q", tc.manifest, err, tc.want)
+		}
+	}
+	doc := "apiVersion: v1\nkind: Pod\nmetadata: {name: q}\nspec:\n  volumes: [{name: v, emptyDir: {sizeLimit: 1Zi}}]\n  containers: [{name: a, image: b}]\n"
+	if _, err := Decode([]byte(doc)); err == nil || !strings.Contains(err.Error(), "spec.volumes[0].emptyDir.sizeLimit") {
+		t.Errorf("emptyDir sizeLimit: %v", err)
+	}
+}

@@ -11,11 +11,14 @@ import (
 	"time"
 
 	"github.com/containerd/errdefs"
+	"go.uber.org/zap"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"github.com/splitlet/splitlet/internal/logctx"
 	"github.com/splitlet/splitlet/services/sync/internal/defaults"
 	"github.com/splitlet/splitlet/services/sync/internal/manifest"
 	"github.com/splitlet/splitlet/services/sync/internal/validation"
@@ -64,6 +67,9 @@ type APISource struct {
 	// apiObjects says an API server serves configMaps, secrets and
 	// tokens; without one a pod referencing them is refused at Apply.
 	apiObjects bool
+	// policy, when set, refuses new pods the node would refuse to start
+	// (SetPolicy).
+	policy PolicyCheck
 
 	mu   sync.Mutex
 	pods map[string]*v1.Pod // namespace/name
@@ -98,6 +104,48 @@ func (a *APISource) SetAPIObjects(available bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.apiObjects = available
+}
+
+// PolicyCheck returns the fields of pod the node refuses (policycheck);
+// err means it could not tell.
+type PolicyCheck func(ctx context.Context, pod *v1.Pod) (field.ErrorList, error)
+
+// SetPolicy makes Apply refuse a new pod check refuses, naming the
+// fields, before anything of it is stored or started.
+func (a *APISource) SetPolicy(check PolicyCheck) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.policy = check
+}
+
+// checkPolicy runs the policy check on the pods not yet known: an update
+// cannot change what the policy looks at (ValidatePodUpdate). When the
+// check cannot be made (the gateway is away) the pod is accepted: the
+// gateway refuses it again when its sandbox or containers are created.
+func (a *APISource) checkPolicy(ctx context.Context, pods []*v1.Pod, keys []string) error {
+	a.mu.Lock()
+	check := a.policy
+	var fresh []int
+	for i, key := range keys {
+		if _, known := a.pods[key]; !known {
+			fresh = append(fresh, i)
+		}
+	}
+	a.mu.Unlock()
+	if check == nil {
+		return nil
+	}
+	for _, i := range fresh {
+		errs, err := check(ctx, pods[i])
+		if err != nil {
+			logctx.From(ctx).Warn("the node's policy could not be asked; the pod is accepted, and checked again when it starts",
+				zap.String("pod", keys[i]), zap.Error(err))
+		}
+		if len(errs) > 0 {
+			return fmt.Errorf("document %d: %s: %w", i, errs.ToAggregate(), errdefs.ErrPermissionDenied)
+		}
+	}
+	return nil
 }
 
 // claimLocked waits until none of keys is busy, then marks them busy. It
@@ -146,6 +194,9 @@ func (a *APISource) Apply(ctx context.Context, data []byte, dryRun bool) ([]Appl
 		keys = append(keys, key)
 	}
 
+	if err := a.checkPolicy(ctx, pods, keys); err != nil {
+		return nil, err
+	}
 	a.mu.Lock()
 	a.claimLocked(keys...)
 	result, err := a.validateLocked(pods, keys)

@@ -200,6 +200,7 @@ func validateContainerCommon(c *v1.Container, vols map[string]v1.VolumeSource, f
 	allErrs = append(allErrs, validateEnvFrom(c.EnvFrom, fldPath.Child("envFrom"))...)
 	allErrs = append(allErrs, validateVolumeMounts(c.VolumeMounts, vols, fldPath.Child("volumeMounts"))...)
 	allErrs = append(allErrs, validateContainerResources(&c.Resources, fldPath.Child("resources"))...)
+	allErrs = append(allErrs, validateSecurityContext(c.SecurityContext, fldPath.Child("securityContext"))...)
 	return allErrs
 }
 

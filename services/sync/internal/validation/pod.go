@@ -71,6 +71,7 @@ func validatePodSpec(spec *v1.PodSpec, fldPath *field.Path) field.ErrorList {
 	allErrs = append(allErrs, unversionedvalidation.ValidateLabels(spec.NodeSelector, fldPath.Child("nodeSelector"))...)
 	allErrs = append(allErrs, validatePodSecurityContext(spec.SecurityContext, fldPath.Child("securityContext"))...)
 	allErrs = append(allErrs, validateTolerations(spec.Tolerations, fldPath.Child("tolerations"))...)
+	allErrs = append(allErrs, validateHostAliases(spec.HostAliases, fldPath.Child("hostAliases"))...)
 
 	if spec.ServiceAccountName != "" {
 		for _, msg := range apimachineryvalidation.NameIsDNSSubdomain(spec.ServiceAccountName, false) {
@@ -168,22 +169,14 @@ func validateHostNetworkPorts(spec *v1.PodSpec, fldPath *field.Path) field.Error
 	return allErrs
 }
 
-// validatePodSecurityContext checks the ids, as validatePodSpecSecurityContext.
+// validatePodSecurityContext checks the ids and the seccomp profile, as
+// validatePodSpecSecurityContext.
 func validatePodSecurityContext(sc *v1.PodSecurityContext, fldPath *field.Path) field.ErrorList {
 	if sc == nil {
 		return nil
 	}
-	var allErrs field.ErrorList
-	if sc.RunAsUser != nil {
-		for _, msg := range validation.IsValidUserID(*sc.RunAsUser) {
-			allErrs = append(allErrs, field.Invalid(fldPath.Child("runAsUser"), *sc.RunAsUser, msg))
-		}
-	}
-	if sc.RunAsGroup != nil {
-		for _, msg := range validation.IsValidGroupID(*sc.RunAsGroup) {
-			allErrs = append(allErrs, field.Invalid(fldPath.Child("runAsGroup"), *sc.RunAsGroup, msg))
-		}
-	}
+	allErrs := validateIDs(sc.RunAsUser, sc.RunAsGroup, fldPath)
+	allErrs = append(allErrs, validateSeccompProfileField(sc.SeccompProfile, fldPath.Child("seccompProfile"))...)
 	if sc.FSGroup != nil {
 		for _, msg := range validation.IsValidGroupID(*sc.FSGroup) {
 			allErrs = append(allErrs, field.Invalid(fldPath.Child("fsGroup"), *sc.FSGroup, msg))

@@ -56,6 +56,7 @@ func validateVolumeSource(src *v1.VolumeSource, fldPath *field.Path) field.Error
 		if src.HostPath.Path == "" {
 			allErrs = append(allErrs, field.Required(fldPath.Child("hostPath", "path"), ""))
 		}
+		allErrs = append(allErrs, validatePathNoBacksteps(src.HostPath.Path, fldPath.Child("hostPath", "path"))...)
 	case src.EmptyDir != nil:
 		ed := src.EmptyDir
 		switch ed.Medium {
