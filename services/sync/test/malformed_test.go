@@ -108,6 +108,16 @@ func TestMalformedPodsAreRejectedAtApply(t *testing.T) {
 		// sizes
 		{desc: "annotations over 256 KiB", mutate: func(p *v1.Pod) { p.Annotations = map[string]string{"big": strings.Repeat("x", 300<<10)} },
 			field: "metadata.annotations"},
+		{desc: "101 containers", mutate: func(p *v1.Pod) {
+			for i := 1; i <= 100; i++ {
+				p.Spec.Containers = append(p.Spec.Containers, v1.Container{Name: fmt.Sprintf("c%d", i), Image: "busybox:1.36"})
+			}
+		}, field: "spec.containers: Too many: 101"},
+		{desc: "1001 env vars", mutate: func(p *v1.Pod) {
+			for i := range 1001 {
+				p.Spec.Containers[0].Env = append(p.Spec.Containers[0].Env, v1.EnvVar{Name: fmt.Sprintf("E%d", i)})
+			}
+		}, field: "spec.containers[0].env: Too many: 1001"},
 		// host paths
 		{desc: "host path with ..", mutate: func(p *v1.Pod) { hostPath(p, "/var/lib/splitlet/../../etc") }, field: "spec.volumes[0].hostPath.path"},
 		{desc: "host path /etc", mutate: func(p *v1.Pod) { hostPath(p, "/etc") }, field: "spec.volumes[0].hostPath.path"},

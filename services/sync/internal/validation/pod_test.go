@@ -327,3 +327,28 @@ func TestValidatePodMessages(t *testing.T) {
 		t.Error("AsError(nil) != nil")
 	}
 }
+
+func TestSplitletBoundsOnOnePod(t *testing.T) {
+	pod := func(containers, env int) *v1.Pod {
+		p := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "big", Namespace: "default"}}
+		for i := range containers {
+			c := v1.Container{Name: fmt.Sprintf("c%d", i), Image: "busybox", TerminationMessagePolicy: v1.TerminationMessageReadFile, ImagePullPolicy: v1.PullIfNotPresent}
+			for j := range env {
+				c.Env = append(c.Env, v1.EnvVar{Name: fmt.Sprintf("E%d", j), Value: "x"})
+			}
+			p.Spec.Containers = append(p.Spec.Containers, c)
+		}
+		p.Spec.RestartPolicy, p.Spec.DNSPolicy = v1.RestartPolicyAlways, v1.DNSClusterFirst
+		p.Spec.TerminationGracePeriodSeconds = new(int64)
+		return p
+	}
+	if errs := ValidatePod(pod(MaxContainersPerPod, MaxEnvPerContainer)); len(errs) != 0 {
+		t.Fatalf("a pod at the bounds: %v", errs)
+	}
+	if errs := ValidatePod(pod(MaxContainersPerPod+1, 1)); len(errs) != 1 || errs[0].Field != "spec.containers" || errs[0].Type != field.ErrorTypeTooMany {
+		t.Errorf("one container too many: %v", errs)
+	}
+	if errs := ValidatePod(pod(1, MaxEnvPerContainer+1)); len(errs) != 1 || errs[0].Field != "spec.containers[0].env" {
+		t.Errorf("one env var too many: %v", errs)
+	}
+}
