@@ -114,7 +114,7 @@ var ErrNoMetric = errors.New("no such metric")
 // Metric reads one sample from sync's /metrics: name is the metric's name
 // and, for a labelled sample, its labels exactly as exposed.
 func (s *Stack) Metric(name string) (float64, error) {
-	hc, base, err := s.SyncDial().Client(false)
+	hc, base, err := s.syncHTTP()
 	if err != nil {
 		return 0, err
 	}

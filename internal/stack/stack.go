@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"connectrpc.com/connect"
@@ -120,7 +121,12 @@ type Stack struct {
 	LogsDir  string
 
 	criConn *grpc.ClientConn
-	sockDir string // a short private directory holding the socket, if Dir is too deep
+	sockDir string
+
+	httpOnce   sync.Once
+	httpClient *http.Client
+	httpBase   string
+	httpErr    error // a short private directory holding the socket, if Dir is too deep
 }
 
 // Start starts the gateway, admission and sync in that order, each once
@@ -329,6 +335,14 @@ func (s *Stack) SyncURL() string {
 // SyncDial reaches sync's PodService with the stack's token.
 func (s *Stack) SyncDial() apiauth.Dial { return s.dial(s.SyncAddr) }
 
+// syncHTTP is one HTTP client of sync for the stack's own calls (Metric,
+// PodService): a client per call would leave a connection open on sync's
+// side each time.
+func (s *Stack) syncHTTP() (*http.Client, string, error) {
+	s.httpOnce.Do(func() { s.httpClient, s.httpBase, s.httpErr = s.SyncDial().Client(false) })
+	return s.httpClient, s.httpBase, s.httpErr
+}
+
 // AdmissionDial reaches admission's AdmissionService with the token.
 func (s *Stack) AdmissionDial() apiauth.Dial { return s.dial(s.AdmissionAddr) }
 
@@ -339,7 +353,7 @@ func (s *Stack) dial(addr string) apiauth.Dial {
 // PodService is a client of sync's PodService speaking the Connect
 // protocol (HTTP/1.1), with the stack's token.
 func (s *Stack) PodService(opts ...connect.ClientOption) podv1connect.PodServiceClient {
-	hc, base, err := s.SyncDial().Client(false)
+	hc, base, err := s.syncHTTP()
 	if err != nil {
 		// SyncAddr was checked when sync started.
 		panic(err)

@@ -75,9 +75,10 @@ func toConnectError(err error) error { return connecterr.From(err) }
 const MaxRequestBytes = 3 << 20
 
 // NewHandler is the PodService's HTTP handler for s, with its path, with
-// MaxRequestBytes and opts applied.
+// MaxRequestBytes, WriteTimeout and opts applied.
 func NewHandler(s *Server, opts ...connect.HandlerOption) (string, http.Handler) {
-	return podv1connect.NewPodServiceHandler(s, append([]connect.HandlerOption{connect.WithReadMaxBytes(MaxRequestBytes)}, opts...)...)
+	path, h := podv1connect.NewPodServiceHandler(s, append([]connect.HandlerOption{connect.WithReadMaxBytes(MaxRequestBytes)}, opts...)...)
+	return path, withWriteTimeout(h, WriteTimeout)
 }
 
 // podToStruct renders a pod as the Struct of its core/v1 JSON, so every

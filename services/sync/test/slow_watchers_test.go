@@ -1,0 +1,115 @@
+package test
+
+import (
+	"fmt"
+	"io"
+	"net"
+	"strings"
+	"testing"
+	"time"
+)
+
+// 500 watchers that never read what they are sent hold sync's memory only
+// while their writes can still complete: once a write has waited
+// server.WriteTimeout, the stream is dropped although the client keeps its
+// connection open, and the goroutines and heap go back near where they
+// started. The figures are logged for RELIABILITY.md.
+func TestWatchersThatNeverReadAreDropped(t *testing.T) {
+	if testing.Short() {
+		t.Skip("opens 500 connections and waits out the write timeout")
+	}
+	// --profiling for pprof's heap?gc=1, which collects before a reading.
+	s := startStack(t, stackOptions{syncArgs: []string{"--profiling"}})
+	// Pods of 32 KiB, changed a few times once the watchers are in, so that
+	// what each watcher is sent outgrows its socket's buffers.
+	const pods = 40
+	filler := strings.Repeat("x", 32<<10)
+	manifest := func(generation int) string {
+		var m strings.Builder
+		for i := range pods {
+			fmt.Fprintf(&m, "---\napiVersion: v1\nkind: Pod\nmetadata: {name: big-%02d, labels: {gen: g%d}, annotations: {filler: %s}}\n"+
+				"spec:\n  hostNetwork: true\n  containers: [{name: app, image: busybox:1.36}]\n", i, generation, filler)
+		}
+		return m.String()
+	}
+	s.apply(manifest(0))
+
+	metric := func(name string) float64 {
+		t.Helper()
+		v, err := s.Metric(name)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		return v
+	}
+	const mib = 1 << 20
+	// Heap figures are of live objects: a collection first (pprof's gc=1),
+	// as garbage waits for the next one when nothing allocates.
+	liveHeap := func() float64 {
+		t.Helper()
+		hc, base, err := s.SyncDial().Client(false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer hc.CloseIdleConnections()
+		resp, err := hc.Get(base + "/debug/pprof/heap?gc=1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return metric("go_memstats_heap_inuse_bytes")
+	}
+	baseHeap := liveHeap()
+	baseGoroutines, baseRSS := metric("go_goroutines"), metric("process_resident_memory_bytes")
+
+	const watchers = 500
+	request := "POST /splitlet.pod.v1.PodService/Watch HTTP/1.1\r\nHost: sync\r\n" +
+		"Content-Type: application/connect+proto\r\nConnect-Protocol-Version: 1\r\n" +
+		"Authorization: Bearer " + s.Token + "\r\nContent-Length: 5\r\n\r\n\x00\x00\x00\x00\x00"
+	conns := make([]net.Conn, 0, watchers)
+	t.Cleanup(func() {
+		for _, c := range conns {
+			c.Close()
+		}
+	})
+	for range watchers {
+		c, err := net.Dial("tcp", s.SyncAddr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		conns = append(conns, c)
+		if _, err := c.Write([]byte(request)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var peakGoroutines, peakHeap, peakRSS float64
+	waitFor(t, 30*time.Second, "every watcher's stream to be served", func() (bool, string) {
+		peakGoroutines = metric("go_goroutines")
+		peakHeap, peakRSS = max(peakHeap, metric("go_memstats_heap_inuse_bytes")), max(peakRSS, metric("process_resident_memory_bytes"))
+		return peakGoroutines >= baseGoroutines+watchers, fmt.Sprintf("%.0f goroutines, from %.0f", peakGoroutines, baseGoroutines)
+	})
+	for gen := 1; gen <= 4; gen++ {
+		s.apply(manifest(gen))
+	}
+	// The clients still hold their connections; the server drops them.
+	var goroutines, heap float64
+	waitFor(t, 3*time.Minute, "the stuck streams to be dropped", func() (bool, string) {
+		goroutines = metric("go_goroutines")
+		peakHeap, peakRSS = max(peakHeap, metric("go_memstats_heap_inuse_bytes")), max(peakRSS, metric("process_resident_memory_bytes"))
+		return goroutines < baseGoroutines+50, fmt.Sprintf("%.0f goroutines, from %.0f", goroutines, baseGoroutines)
+	})
+	heap = liveHeap()
+	rss := metric("process_resident_memory_bytes")
+	t.Logf("sync with %d pods of 32 KiB: before: live heap %.1f MiB, RSS %.1f MiB, %.0f goroutines; "+
+		"with %d watchers that never read: peak heap %.1f MiB, peak RSS %.1f MiB, %.0f goroutines; "+
+		"after they were dropped (connections still open): live heap %.1f MiB, RSS %.1f MiB, %.0f goroutines",
+		pods, baseHeap/mib, baseRSS/mib, baseGoroutines, watchers, peakHeap/mib, peakRSS/mib, peakGoroutines, heap/mib, rss/mib, goroutines)
+	// The peak counts garbage too (heap in use between collections).
+	if peakHeap-baseHeap > 512*mib {
+		t.Errorf("heap grew by %.0f MiB with %d stuck watchers, want under 512 MiB", (peakHeap-baseHeap)/mib, watchers)
+	}
+	if heap-baseHeap > 32*mib {
+		t.Errorf("heap still %.0f MiB above its start after the watchers were dropped, want under 32 MiB", (heap-baseHeap)/mib)
+	}
+}
