@@ -12,6 +12,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"sync/atomic"
 
 	"connectrpc.com/connect"
 
@@ -54,6 +55,10 @@ type Server struct {
 	pods    PodLister
 	events  EventLister
 	runtime runtimeapi.RuntimeServiceClient
+	// watchers counts the open Watch streams, up to maxWatchers
+	// (MaxWatchers; tests lower it).
+	watchers    atomic.Int64
+	maxWatchers int64
 }
 
 var _ podv1connect.PodServiceHandler = (*Server)(nil)
@@ -61,7 +66,7 @@ var _ podv1connect.PodServiceHandler = (*Server)(nil)
 // New returns the PodService over src, pods, the recorded events and the
 // runtime (for logs and exec).
 func New(src PodSource, pods PodLister, evs EventLister, rt runtimeapi.RuntimeServiceClient) *Server {
-	return &Server{source: src, pods: pods, events: evs, runtime: rt}
+	return &Server{source: src, pods: pods, events: evs, runtime: rt, maxWatchers: MaxWatchers}
 }
 
 // toConnectError is the one place errors become Connect codes: the shared

@@ -15,6 +15,11 @@ import (
 // ended (it should re-watch, which starts with the current pods).
 const watchBuffer = 1024
 
+// MaxWatchers bounds the Watch streams open at once, all clients together:
+// each holds a goroutine and up to watchBuffer events. One more is refused
+// with ResourceExhausted rather than grow sync without limit.
+const MaxWatchers = 1000
+
 // Watch sends the current pods as ADDED, then every change, each pod in the
 // encoding the watcher asked for (watch_encoding.go).
 func (s *Server) Watch(ctx context.Context, req *connect.Request[podv1.WatchRequest], stream *connect.ServerStream[podv1.WatchResponse]) error {
@@ -26,6 +31,11 @@ func (s *Server) Watch(ctx context.Context, req *connect.Request[podv1.WatchRequ
 	if err != nil {
 		return toConnectError(err)
 	}
+	if n := s.watchers.Add(1); n > s.maxWatchers {
+		s.watchers.Add(-1)
+		return toConnectError(fmt.Errorf("%d watches are open, the most sync serves at once; close one: %w", s.maxWatchers, errdefs.ErrResourceExhausted))
+	}
+	defer s.watchers.Add(-1)
 	// Subscribe before listing, so no change between the two is lost (a
 	// change may then be seen twice, which watchers tolerate).
 	events, cancel := s.pods.Subscribe(watchBuffer)

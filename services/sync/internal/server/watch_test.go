@@ -231,3 +231,63 @@ func BenchmarkWatchEncode(b *testing.B) {
 		}
 	}
 }
+
+// Past the cap on open watches one more is refused with ResourceExhausted;
+// once one closes, a new one is served again.
+func TestWatchesOverTheCapAreRefused(t *testing.T) {
+	pods := podmanager.New()
+	pod := runningPod(t, "web")
+	pods.AddPod(pod)
+	pods.SetPodStatus(pod.UID, pod.Status)
+	srv := New(nil, pods, nil, nil)
+	srv.maxWatchers = 2
+	mux := http.NewServeMux()
+	mux.Handle(NewHandler(srv))
+	hs := httptest.NewServer(mux)
+	t.Cleanup(hs.Close)
+	client := podv1connect.NewPodServiceClient(hs.Client(), hs.URL)
+	open := func() (*connect.ServerStreamForClient[podv1.WatchResponse], context.CancelFunc) {
+		ctx, cancel := context.WithCancel(context.Background())
+		stream, err := client.Watch(ctx, connect.NewRequest(&podv1.WatchRequest{}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return stream, cancel
+	}
+	first, closeFirst := open()
+	receivePod(t, first, false)
+	second, closeSecond := open()
+	defer closeSecond()
+	receivePod(t, second, false)
+	third, closeThird := open()
+	defer closeThird()
+	if third.Receive() {
+		// The first message is the headers-only one; the error follows.
+		for third.Receive() {
+		}
+	}
+	if code := connect.CodeOf(third.Err()); code != connect.CodeResourceExhausted {
+		t.Fatalf("third watch: %v, want resource_exhausted", third.Err())
+	}
+	closeFirst()
+	first.Close()
+	waitWatchers(t, srv, 1)
+	again, closeAgain := open()
+	defer closeAgain()
+	receivePod(t, again, false)
+}
+
+// waitWatchers waits until srv counts n open watches (a closed stream's
+// handler returns after the client has gone).
+func waitWatchers(t *testing.T, srv *Server, n int64) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for srv.watchers.Load() != n {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d watches open, want %d", srv.watchers.Load(), n)
+		}
+		<-tick.C
+	}
+}
