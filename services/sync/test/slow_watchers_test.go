@@ -1,12 +1,17 @@
 package test
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"strings"
 	"testing"
 	"time"
+
+	"connectrpc.com/connect"
+	podv1 "github.com/splitlet/splitlet/proto/splitlet/pod/v1"
 )
 
 // 500 watchers that never read what they are sent hold sync's memory only
@@ -43,24 +48,7 @@ func TestWatchersThatNeverReadAreDropped(t *testing.T) {
 		return v
 	}
 	const mib = 1 << 20
-	// Heap figures are of live objects: a collection first (pprof's gc=1),
-	// as garbage waits for the next one when nothing allocates.
-	liveHeap := func() float64 {
-		t.Helper()
-		hc, base, err := s.SyncDial().Client(false)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer hc.CloseIdleConnections()
-		resp, err := hc.Get(base + "/debug/pprof/heap?gc=1")
-		if err != nil {
-			t.Fatal(err)
-		}
-		_, _ = io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-		return metric("go_memstats_heap_inuse_bytes")
-	}
-	baseHeap := liveHeap()
+	baseHeap := liveHeap(t, s)
 	baseGoroutines, baseRSS := metric("go_goroutines"), metric("process_resident_memory_bytes")
 
 	const watchers = 500
@@ -99,7 +87,7 @@ func TestWatchersThatNeverReadAreDropped(t *testing.T) {
 		peakHeap, peakRSS = max(peakHeap, metric("go_memstats_heap_inuse_bytes")), max(peakRSS, metric("process_resident_memory_bytes"))
 		return goroutines < baseGoroutines+50, fmt.Sprintf("%.0f goroutines, from %.0f", goroutines, baseGoroutines)
 	})
-	heap = liveHeap()
+	heap = liveHeap(t, s)
 	rss := metric("process_resident_memory_bytes")
 	t.Logf("sync with %d pods of 32 KiB: before: live heap %.1f MiB, RSS %.1f MiB, %.0f goroutines; "+
 		"with %d watchers that never read: peak heap %.1f MiB, peak RSS %.1f MiB, %.0f goroutines; "+
@@ -112,4 +100,77 @@ func TestWatchersThatNeverReadAreDropped(t *testing.T) {
 	if heap-baseHeap > 32*mib {
 		t.Errorf("heap still %.0f MiB above its start after the watchers were dropped, want under 32 MiB", (heap-baseHeap)/mib)
 	}
+}
+
+// A 60 MB Apply is refused before it is read, and a pod of 1000 containers
+// is refused at apply, before the gateway sees any of it: neither grows
+// sync's heap or the gateway's memory.
+func TestOversizedInputIsRefusedBeforeItIsHeld(t *testing.T) {
+	s := startStack(t, stackOptions{syncArgs: []string{"--profiling"}})
+	const mib = 1 << 20
+	gatewayRSS := func() float64 {
+		t.Helper()
+		status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", s.Gateway.Pid()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, line := range strings.Split(string(status), "\n") {
+			if kb, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+				var n float64
+				fmt.Sscan(strings.TrimSuffix(strings.TrimSpace(kb), " kB"), &n)
+				return n * 1024
+			}
+		}
+		t.Fatal("no VmRSS")
+		return 0
+	}
+	heap0, gw0 := liveHeap(t, s), gatewayRSS()
+
+	big := "apiVersion: v1\nkind: Pod\nmetadata: {name: huge, annotations: {filler: " + strings.Repeat("x", 60<<20) + "}}\n" +
+		"spec:\n  containers: [{name: app, image: busybox:1.36}]\n"
+	_, err := s.client.Apply(context.Background(), connect.NewRequest(&podv1.ApplyRequest{Manifest: big}))
+	if connect.CodeOf(err) != connect.CodeResourceExhausted {
+		t.Fatalf("60 MB Apply: %v, want resource_exhausted", err)
+	}
+	var many strings.Builder
+	many.WriteString("apiVersion: v1\nkind: Pod\nmetadata: {name: many}\nspec:\n  hostNetwork: true\n  containers:\n")
+	for i := range 1000 {
+		fmt.Fprintf(&many, "  - {name: c%d, image: busybox:1.36}\n", i)
+	}
+	_, err = s.client.Apply(context.Background(), connect.NewRequest(&podv1.ApplyRequest{Manifest: many.String()}))
+	if err == nil || !strings.Contains(err.Error(), "spec.containers: Too many: 1000") {
+		t.Fatalf("1000-container pod: %v, want Too many", err)
+	}
+	heap1, gw1 := liveHeap(t, s), gatewayRSS()
+	t.Logf("after a 60 MB Apply and a 1000-container pod, both refused: sync live heap %.1f -> %.1f MiB, gateway RSS %.1f -> %.1f MiB",
+		heap0/mib, heap1/mib, gw0/mib, gw1/mib)
+	if heap1-heap0 > 16*mib {
+		t.Errorf("sync's live heap grew by %.1f MiB", (heap1-heap0)/mib)
+	}
+	if gw1-gw0 > 16*mib {
+		t.Errorf("the gateway's RSS grew by %.1f MiB", (gw1-gw0)/mib)
+	}
+}
+
+// liveHeap is sync's heap of live objects: pprof's heap?gc=1 (sync runs
+// with --profiling) collects first, as garbage otherwise waits for the next
+// collection when nothing allocates.
+func liveHeap(t *testing.T, s *stack) float64 {
+	t.Helper()
+	hc, base, err := s.SyncDial().Client(false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hc.CloseIdleConnections()
+	resp, err := hc.Get(base + "/debug/pprof/heap?gc=1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	v, err := s.Metric("go_memstats_heap_inuse_bytes")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
 }
