@@ -28,6 +28,7 @@ import (
 
 	"github.com/splitlet/splitlet/internal/logctx"
 	"github.com/splitlet/splitlet/internal/nodelabels"
+	"github.com/splitlet/splitlet/services/sync/internal/runtimestate"
 )
 
 // Taint keeps pods that do not tolerate it off splitlet's nodes: only pods
@@ -525,32 +526,7 @@ func (r *NodeRegistrar) runtimeErrors(ctx context.Context) error {
 		return nil // the last answer stands until the threshold
 	}
 	r.lastRuntimeOK = now
-	var errs []error
-	for _, want := range []string{runtimeapi.RuntimeReady, runtimeapi.NetworkReady} {
-		c := runtimeCondition(resp.GetStatus(), want)
-		if c != nil && c.Status {
-			continue
-		}
-		what := "container runtime not ready"
-		if want == runtimeapi.NetworkReady {
-			what = "container runtime network not ready"
-		}
-		if c == nil {
-			errs = append(errs, fmt.Errorf("%s: %s condition missing", what, want))
-			continue
-		}
-		errs = append(errs, fmt.Errorf("%s: %s=%t reason:%s message:%s", what, c.Type, c.Status, c.Reason, c.Message))
-	}
-	return errors.Join(errs...)
-}
-
-func runtimeCondition(st *runtimeapi.RuntimeStatus, t string) *runtimeapi.RuntimeCondition {
-	for _, c := range st.GetConditions() {
-		if c.GetType() == t {
-			return c
-		}
-	}
-	return nil
+	return errors.Join(runtimestate.Errors(resp.GetStatus()))
 }
 
 // fastStatusUpdate polls every 100 ms after registration until the node

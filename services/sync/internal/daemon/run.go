@@ -50,6 +50,7 @@ import (
 	"github.com/splitlet/splitlet/services/sync/internal/policycheck"
 	"github.com/splitlet/splitlet/services/sync/internal/prober"
 	"github.com/splitlet/splitlet/services/sync/internal/pullcreds"
+	"github.com/splitlet/splitlet/services/sync/internal/runtimestate"
 	"github.com/splitlet/splitlet/services/sync/internal/server"
 	"github.com/splitlet/splitlet/services/sync/internal/source"
 	"github.com/splitlet/splitlet/services/sync/internal/stats"
@@ -197,6 +198,9 @@ func Run(ctx context.Context, cfg config.Config) error {
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	// The runtime's network readiness, asked every 5 s: pods on the pod
+	// network wait for it (the kubelet's runtimeState).
+	network := runtimestate.New(rt)
 	kubelet := syncloop.New(syncloop.Options{
 		ResyncInterval:    cfg.ResyncInterval,
 		BackOffPeriod:     min(cfg.BackOffBase, cfg.ResyncInterval),
@@ -212,6 +216,7 @@ func Run(ctx context.Context, cfg config.Config) error {
 		Metrics:    syncloop.NewMetrics(reg),
 		Recorder:   recorder,
 		Prober:     probes,
+		Network:    network,
 		Sysctls:    sysctls,
 		Admitter:   admitter,
 
@@ -220,6 +225,12 @@ func Run(ctx context.Context, cfg config.Config) error {
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	// Known before the first pod syncs, so that pods on the pod network
+	// do not wait a retry period for the first answer.
+	firstCtx, firstDone := context.WithTimeout(ctx, 2*time.Second)
+	network.Update(firstCtx)
+	firstDone()
+	go network.Run(ctx)
 	if cfg.ManifestDir != "" {
 		fileSource := source.NewFileSource(cfg.ManifestDir, cfg.NodeName, cfg.FileCheckFrequency, podConfig, nil)
 		go fileSource.Run(ctx)

@@ -142,6 +142,15 @@ type Options struct {
 	// Prober runs the pods' probes; nil runs none (every probe result is
 	// unknown, so containers count as started and ready).
 	Prober Prober
+	// Network says whether the pod network is ready (*runtimestate.State);
+	// nil takes it as ready.
+	Network Network
+}
+
+// Network is the runtime's network readiness as the sync loop reads it.
+type Network interface {
+	// NetworkErrors is why the pod network is not ready, or nil.
+	NetworkErrors() error
 }
 
 // Prober is the probe manager as the sync loop uses it (*prober.Manager):

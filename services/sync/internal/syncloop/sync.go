@@ -12,6 +12,7 @@ import (
 	"github.com/splitlet/splitlet/internal/logctx"
 	"github.com/splitlet/splitlet/services/sync/internal/container"
 	"github.com/splitlet/splitlet/services/sync/internal/defaults"
+	"github.com/splitlet/splitlet/services/sync/internal/events"
 	"github.com/splitlet/splitlet/services/sync/internal/kuberuntime"
 	"github.com/splitlet/splitlet/services/sync/internal/status"
 	"github.com/splitlet/splitlet/services/sync/internal/worker"
@@ -242,6 +243,10 @@ func (k *Kubelet) SyncPod(ctx context.Context, updateType worker.UpdateType, pod
 		logctx.From(ctx).Info("pod is terminal", zap.String("phase", string(apiStatus.Phase)))
 		return true, nil
 	}
+	if err := k.networkNotReady(pod); err != nil {
+		k.setLastSync(pod.UID, readAt)
+		return false, err
+	}
 	var probes kuberuntime.ProbeResults
 	if k.opts.Prober != nil {
 		probes = k.opts.Prober
@@ -280,6 +285,25 @@ func (k *Kubelet) SyncPod(ctx context.Context, updateType worker.UpdateType, pod
 		k.setLastSync(pod.UID, readAt)
 	}
 	return false, syncErr
+}
+
+// networkNotReadyErrorMsg is the kubelet's NetworkNotReadyErrorMsg.
+const networkNotReadyErrorMsg = "network is not ready"
+
+// networkNotReady holds a pod that needs the pod network while the
+// runtime's network is not ready, with a NetworkNotReady event; the pod
+// worker retries. A host-network pod goes on. Matches the kubelet's
+// syncPod, after the status is generated and before anything is created.
+func (k *Kubelet) networkNotReady(pod *v1.Pod) error {
+	if k.opts.Network == nil || pod.Spec.HostNetwork {
+		return nil
+	}
+	err := k.opts.Network.NetworkErrors()
+	if err == nil {
+		return nil
+	}
+	k.opts.Recorder.Eventf(pod, v1.EventTypeWarning, events.NetworkNotReady, "%s: %v", networkNotReadyErrorMsg, err)
+	return fmt.Errorf("%s: %w", networkNotReadyErrorMsg, err)
 }
 
 // withAPIPodIPs returns podStatus with the pod IPs of apiStatus, which for
