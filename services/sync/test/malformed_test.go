@@ -138,6 +138,11 @@ func TestMalformedPodsAreRejectedAtApply(t *testing.T) {
 		{desc: "privileged init container", mutate: func(p *v1.Pod) {
 			p.Spec.InitContainers = []v1.Container{{Name: "init", Image: "busybox:1.36", SecurityContext: &v1.SecurityContext{Privileged: ptr(true)}}}
 		}, field: "spec.initContainers[0].securityContext.privileged"},
+		{desc: "procMount Unmasked", mutate: func(p *v1.Pod) {
+			unmasked := v1.UnmaskedProcMount
+			p.Spec.Containers[0].SecurityContext = &v1.SecurityContext{ProcMount: &unmasked}
+		}, field: "spec.containers[0].securityContext.procMount"},
+		{desc: "hostUsers false (no user namespaces here)", mutate: func(p *v1.Pod) { p.Spec.HostUsers = ptr(false) }, field: "spec.hostUsers"},
 		{desc: "host PID", mutate: func(p *v1.Pod) { p.Spec.HostPID = true }, field: "spec.hostPID"},
 		{desc: "host IPC", mutate: func(p *v1.Pod) { p.Spec.HostIPC = true }, field: "spec.hostIPC"},
 	}

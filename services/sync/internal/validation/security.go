@@ -92,3 +92,38 @@ func validatePathNoBacksteps(p string, fldPath *field.Path) field.ErrorList {
 	}
 	return nil
 }
+
+// validateUserNamespaces refuses what needs a user namespace: splitlet
+// runs every pod in the node's (it has no hostUsers: false yet, which the
+// kubelet has with a runtime that supports it), so such a pod is refused
+// at apply rather than run with the host's users. A container's procMount
+// Unmasked needs hostUsers: false, as the API server's validation says.
+func validateUserNamespaces(spec *v1.PodSpec, fldPath *field.Path) field.ErrorList {
+	var allErrs field.ErrorList
+	if spec.HostUsers != nil && !*spec.HostUsers {
+		allErrs = append(allErrs, field.Forbidden(fldPath.Child("hostUsers"), "user namespaces (hostUsers: false) are not supported by this node (splitlet)"))
+	}
+	check := func(p *field.Path, sc *v1.SecurityContext) {
+		if sc == nil || sc.ProcMount == nil {
+			return
+		}
+		switch *sc.ProcMount {
+		case v1.DefaultProcMount:
+		case v1.UnmaskedProcMount:
+			allErrs = append(allErrs, field.Invalid(p.Child("securityContext", "procMount"), *sc.ProcMount, "`hostUsers` must be false to use `Unmasked`"))
+		default:
+			allErrs = append(allErrs, field.NotSupported(p.Child("securityContext", "procMount"), *sc.ProcMount,
+				[]v1.ProcMountType{v1.DefaultProcMount, v1.UnmaskedProcMount}))
+		}
+	}
+	for i := range spec.InitContainers {
+		check(fldPath.Child("initContainers").Index(i), spec.InitContainers[i].SecurityContext)
+	}
+	for i := range spec.Containers {
+		check(fldPath.Child("containers").Index(i), spec.Containers[i].SecurityContext)
+	}
+	for i := range spec.EphemeralContainers {
+		check(fldPath.Child("ephemeralContainers").Index(i), spec.EphemeralContainers[i].SecurityContext)
+	}
+	return allErrs
+}
