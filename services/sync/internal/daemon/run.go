@@ -19,6 +19,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/splitlet/splitlet/internal/opsmux"
@@ -230,16 +231,20 @@ func Run(ctx context.Context, cfg config.Config) error {
 	firstCtx, firstDone := context.WithTimeout(ctx, 2*time.Second)
 	network.Update(firstCtx)
 	firstDone()
-	go network.Run(ctx)
+	// Every background loop runs under bg, which Run waits for before the
+	// store closes: none of them outlives Run.
+	var bg sync.WaitGroup
+	bg.Go(func() { network.Run(ctx) })
 	if cfg.ManifestDir != "" {
 		fileSource := source.NewFileSource(cfg.ManifestDir, cfg.NodeName, cfg.FileCheckFrequency, podConfig, nil)
-		go fileSource.Run(ctx)
+		bg.Go(func() { fileSource.Run(ctx) })
 	}
 	if cfg.ManifestURL != "" {
-		go source.NewHTTPSource(cfg.ManifestURL, cfg.ManifestURLHeader, cfg.NodeName, cfg.HTTPCheckFrequency, podConfig, nil).Run(ctx)
+		httpSource := source.NewHTTPSource(cfg.ManifestURL, cfg.ManifestURLHeader, cfg.NodeName, cfg.HTTPCheckFrequency, podConfig, nil)
+		bg.Go(func() { httpSource.Run(ctx) })
 	}
 	if admissionClient != nil {
-		go admissionClient.WatchEvictions(ctx, kubelet)
+		bg.Go(func() { admissionClient.WatchEvictions(ctx, kubelet) })
 	}
 	// The node API listens before the Node is registered, which carries its
 	// port.
@@ -257,8 +262,8 @@ func Run(ctx context.Context, cfg config.Config) error {
 			return err
 		}
 		defer api.ln.Close()
-		go api.runAuth(ctx)
-		go summary.Run(ctx)
+		bg.Go(func() { api.runAuth(ctx) })
+		bg.Go(func() { summary.Run(ctx) })
 	}
 	if kubeClient != nil {
 		// Static pods get mirror pods only where sync registers its Node:
@@ -266,12 +271,14 @@ func Run(ctx context.Context, cfg config.Config) error {
 		var mirrors *apiserver.MirrorManager
 		if cfg.RegisterNode {
 			mirrors = apiserver.NewMirrorManager(kubeClient, cfg.NodeName, pods, statusManager.Requeue)
-			go mirrors.Run(ctx)
+			bg.Go(func() { mirrors.Run(ctx) })
 		}
-		go apiserver.NewPodSource(kubeClient, cfg.NodeName, podConfig, mirrorSetter(mirrors)).Run(ctx)
-		go objects.Run(ctx)
-		go statusManager.Run(ctx)
-		go apiserver.NewEventSink(kubeClient, pods).Run(ctx, recorder)
+		podSource := apiserver.NewPodSource(kubeClient, cfg.NodeName, podConfig, mirrorSetter(mirrors))
+		bg.Go(func() { podSource.Run(ctx) })
+		bg.Go(func() { objects.Run(ctx) })
+		bg.Go(func() { statusManager.Run(ctx) })
+		eventSink := apiserver.NewEventSink(kubeClient, pods)
+		bg.Go(func() { eventSink.Run(ctx, recorder) })
 		if cfg.RegisterNode {
 			opts := apiserver.NodeOptions{
 				Name:       cfg.NodeName,
@@ -291,7 +298,8 @@ func Run(ctx context.Context, cfg config.Config) error {
 					log.Warn("no --node-ip: the Node reports no InternalIP, so an API server preferring InternalIP (kubeadm's) cannot reach the node API")
 				}
 			}
-			go apiserver.NewNodeRegistrar(kubeClient, opts).Run(ctx)
+			registrar := apiserver.NewNodeRegistrar(kubeClient, opts)
+			bg.Go(func() { registrar.Run(ctx) })
 		}
 	}
 
@@ -375,9 +383,26 @@ func Run(ctx context.Context, cfg config.Config) error {
 		_ = srv.Shutdown(shutdownCtx)
 	}
 	<-loopDone
+	waitBackground(shutdownCtx, &bg, log)
 	stopKeeper()
 	<-keeperDone
 	return runErr
+}
+
+// waitBackground waits for Run's background loops, which end with Run's
+// context, or until ctx (the shutdown timeout) ends: one stuck loop must not
+// keep sync from stopping, and is named in the log.
+func waitBackground(ctx context.Context, bg *sync.WaitGroup, log *zap.Logger) {
+	done := make(chan struct{})
+	go func() {
+		bg.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		log.Warn("background loops still running at the end of the shutdown timeout")
+	}
 }
 
 // protectedDirs are the directories no pod may mount (policycheck): sync's
