@@ -21,6 +21,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	utilversion "k8s.io/apimachinery/pkg/util/version"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/util/retry"
 	nodeutil "k8s.io/component-helpers/node/util"
@@ -321,7 +322,21 @@ func (r *NodeRegistrar) runtimeVersion(ctx context.Context) string {
 	if err != nil {
 		return "remote://Unknown"
 	}
-	return v.GetRuntimeName() + "://" + v.GetRuntimeVersion()
+	return v.GetRuntimeName() + "://" + parseRuntimeVersion(v.GetRuntimeVersion())
+}
+
+// parseRuntimeVersion is the version as the kubelet prints it: parsed as
+// semantic, else generic (newRuntimeVersion in its kuberuntime manager),
+// then formatted, so containerd 2.x's "v2.4.2" reads "2.4.2" and Debian's
+// "1.6.20~ds1" reads "1.6.20"; "Unknown" when it does not parse.
+func parseRuntimeVersion(raw string) string {
+	if v, err := utilversion.ParseSemantic(raw); err == nil {
+		return v.String()
+	}
+	if v, err := utilversion.ParseGeneric(raw); err == nil {
+		return v.String()
+	}
+	return "Unknown"
 }
 
 // Limits of status.images: the kubelet's --node-status-max-images default

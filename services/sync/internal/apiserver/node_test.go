@@ -423,7 +423,7 @@ func TestNodeInfoAndImages(t *testing.T) {
 		t.Fatal(err)
 	}
 	info := n.Status.NodeInfo
-	if info.ContainerRuntimeVersion != "containerd://1.6.20~ds1" || info.MachineID != "m-1" || info.BootID != "b-1" ||
+	if info.ContainerRuntimeVersion != "containerd://1.6.20" || info.MachineID != "m-1" || info.BootID != "b-1" ||
 		info.KernelVersion != "6.1.0" || info.OSImage != "Debian GNU/Linux 12 (bookworm)" || info.OperatingSystem != "linux" {
 		t.Errorf("nodeInfo %+v", info)
 	}
@@ -505,5 +505,19 @@ func TestStatusPatchedOnlyOnChangeOrReportInterval(t *testing.T) {
 	sync(8 * time.Minute)
 	if got := patches() - base; got != 2 {
 		t.Fatalf("%d status patches 8 min later, want the periodic report (2)", got)
+	}
+}
+
+func TestParseRuntimeVersion(t *testing.T) {
+	for _, tc := range []struct{ desc, raw, want string }{
+		{desc: "Debian's containerd 1.6: the packaging suffix dropped", raw: "1.6.20~ds1", want: "1.6.20"},
+		{desc: "containerd 2.x release: the v dropped", raw: "v2.4.2", want: "2.4.2"},
+		{desc: "semantic with a pre-release kept", raw: "v2.4.0-rc.1", want: "2.4.0-rc.1"},
+		{desc: "the fake backend", raw: "0.1.0", want: "0.1.0"},
+		{desc: "not a version", raw: "abc", want: "Unknown"},
+	} {
+		if got := parseRuntimeVersion(tc.raw); got != tc.want {
+			t.Errorf("%s: parseRuntimeVersion(%q) = %q, want %q", tc.desc, tc.raw, got, tc.want)
+		}
 	}
 }
