@@ -33,7 +33,8 @@
 #           put first in PATH when this file is sourced, so the scripts, the Go
 #           tests they run and containerd itself (which looks its shim up in
 #           PATH) use them; Debian's runc runs the containers
-#   debian  (or 1.6) Debian's package, containerd 1.6 on Debian 12
+#   debian  (or 1.6) Debian's package, containerd 1.6 on Debian 12 (hack/bench.sh
+#           and deploy/images/stage-containerd.sh default to it)
 # Each major version gets its own config: containerd 2.x reads version 3,
 # whose CRI settings are split over io.containerd.cri.v1.runtime,
 # io.containerd.cri.v1.images and io.containerd.grpc.v1.cri (streaming).
@@ -58,7 +59,7 @@ containerd_log() { echo "[containerd] $*" >&2; }
 source "$(dirname "${BASH_SOURCE[0]}")/cache.sh"
 # The newest containerd 2.x the module proxy served when this was written.
 CONTAINERD_V2_VERSION=v2.4.2
-CONTAINERD_VERSION=${CONTAINERD_VERSION:-debian}
+CONTAINERD_VERSION=${CONTAINERD_VERSION:-$CONTAINERD_V2_VERSION}
 case $CONTAINERD_VERSION in
   debian | 1.6 | 1.6.*) CONTAINERD_VERSION=debian ;;
   v2.*.*) ;;
