@@ -181,17 +181,20 @@ func NewNodeRegistrar(client kubernetes.Interface, opts NodeOptions) *NodeRegist
 // lease and the node status until ctx ends.
 func (r *NodeRegistrar) Run(ctx context.Context) {
 	log := logctx.From(ctx).With(zap.String("node", r.opts.Name))
+	// The kubelet's registerWithAPIServer step: 100 ms, doubling up to 7 s.
+	step := 100 * time.Millisecond
 	for {
 		err := r.Register(ctx)
 		if err == nil {
 			break
 		}
-		log.Info("node registration failed; retrying", zap.Error(err))
+		log.Info("node registration failed; retrying", zap.Error(err), zap.Duration("after", step))
 		select {
 		case <-ctx.Done():
 			return
-		case <-time.After(7 * time.Second):
+		case <-time.After(step):
 		}
+		step = min(2*step, 7*time.Second)
 	}
 	log.Info("node registered")
 	if r.opts.Runtime != nil {
@@ -386,13 +389,14 @@ func (r *NodeRegistrar) Register(ctx context.Context) error {
 		return err
 	}
 	nodes := r.client.CoreV1().Nodes()
-	created, err := nodes.Create(ctx, want, metav1.CreateOptions{})
+	_, err = nodes.Create(ctx, want, metav1.CreateOptions{})
 	switch {
 	case err == nil:
-		// Create ignores status; write it.
-		created.Status = want.Status
-		_, err = nodes.UpdateStatus(ctx, created, metav1.UpdateOptions{})
-		return err
+		// Create ignores status; patch it, retried on conflict: the node
+		// controllers (pod CIDR, taints) write the new Node at once, and
+		// an update of the created object's version lost that race and
+		// failed the registration.
+		return r.UpdateStatus(ctx)
 	case !apierrors.IsAlreadyExists(err):
 		return fmt.Errorf("create node %s: %w", r.opts.Name, err)
 	}

@@ -13,10 +13,12 @@ import (
 	"google.golang.org/grpc"
 
 	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
+	clienttesting "k8s.io/client-go/testing"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/splitlet/splitlet/internal/nodelabels"
@@ -51,6 +53,28 @@ func TestRegisterWithoutTaints(t *testing.T) {
 	}
 	if len(n.Spec.Taints) != 0 {
 		t.Errorf("taints %v, want none", n.Spec.Taints)
+	}
+}
+
+// The node controllers write a new Node at once (pod CIDR, taints): a
+// status write that meets their change must not fail the registration,
+// which would then wait for its retry (seen on a two-node cluster).
+func TestRegisterCreatedNodeChangedMeanwhile(t *testing.T) {
+	client := fake.NewClientset()
+	updates := 0
+	client.PrependReactor("update", "nodes", func(a clienttesting.Action) (bool, runtime.Object, error) {
+		updates++
+		return true, nil, apierrors.NewConflict(v1.Resource("nodes"), "n1", errors.New("the object has been modified"))
+	})
+	if err := NewNodeRegistrar(client, NodeOptions{Name: "n1", Report: report}).Register(t.Context()); err != nil {
+		t.Fatalf("Register: %v (%d updates refused as conflicts)", err, updates)
+	}
+	n, err := client.CoreV1().Nodes().Get(t.Context(), "n1", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := findNodeCondition(n, v1.NodeMemoryPressure); c == nil || c.Status != v1.ConditionTrue {
+		t.Errorf("conditions %v, want the report's MemoryPressure written", n.Status.Conditions)
 	}
 }
 
