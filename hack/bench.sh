@@ -30,6 +30,9 @@ fi
 if [ "${BENCH_CONTAINERD:-1}" != 0 ] && [ "$(id -u)" != 0 ]; then
   echo "== containerd comparisons skipped: they start a private containerd, which needs root"
 elif [ "${BENCH_CONTAINERD:-1}" != 0 ]; then
+  # Debian's containerd unless asked: BENCHMARKS.md's figures were measured
+  # on it (CONTAINERD_VERSION=v2.x.y measures on a 2.x build, untested here).
+  CONTAINERD_VERSION=${CONTAINERD_VERSION:-debian}
   # shellcheck source=lib/containerd.sh
   source "$root/hack/lib/containerd.sh"
   work=$(mktemp -d /tmp/splitlet-bench.XXXXXX)

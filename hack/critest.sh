@@ -133,14 +133,7 @@ push_images() {
 
 # The mirrors, appended under the CRI plugin's config by containerd_start.
 write_mirrors() {
-  cat >"$WORK/mirrors.toml" <<TOML
-
-[plugins."io.containerd.grpc.v1.cri".registry.mirrors."registry.k8s.io"]
-  endpoint = ["http://$REGISTRY"]
-
-[plugins."io.containerd.grpc.v1.cri".registry.mirrors."gcr.io"]
-  endpoint = ["http://$REGISTRY"]
-TOML
+  containerd_mirrors "$WORK/mirrors.toml" "$WORK/registry-hosts" "$REGISTRY" registry.k8s.io gcr.io
 }
 
 # run_critest NAME ENDPOINT: one full critest run, its JSON report in $OUT/NAME.json.

@@ -3,7 +3,9 @@
 # socket and config under one work directory, so it never touches a containerd the
 # machine may already run. Source this file; every function is idempotent.
 #
-#   containerd_install            apt-get install containerd runc busybox-static if absent
+#   containerd_install            apt-get install runc busybox-static (and Debian's
+#                                 containerd, or build containerd 2.x: see
+#                                 CONTAINERD_VERSION) if absent
 #   containerd_start WORKDIR [EXTRA_TOML]
 #                                 write the config (EXTRA_TOML appended verbatim),
 #                                 start containerd, wait for its socket; exports
@@ -19,6 +21,23 @@
 #                                 SHOW_LOGS=1 first print each one's last lines
 #   containerd_exit_trap          an EXIT trap: containerd_stop_all, showing the
 #                                 logs when the script fails, keeping its status
+#   containerd_mirrors FILE DIR REGISTRY HOST...
+#                                 write registry hosts files under DIR sending
+#                                 pulls from each HOST to http://REGISTRY, and
+#                                 the EXTRA_TOML FILE that points containerd at DIR
+#
+# CONTAINERD_VERSION selects the containerd:
+#   vX.Y.Z (2.x, the default: $CONTAINERD_V2_VERSION)
+#           containerd, its runc shim and ctr built from the Go module proxy
+#           once into $SPLITLET_CACHE/containerd-vX.Y.Z/bin (hack/lib/cache.sh),
+#           put first in PATH when this file is sourced, so the scripts, the Go
+#           tests they run and containerd itself (which looks its shim up in
+#           PATH) use them; Debian's runc runs the containers
+#   debian  (or 1.6) Debian's package, containerd 1.6 on Debian 12 (hack/bench.sh
+#           and deploy/images/stage-containerd.sh default to it)
+# Each major version gets its own config: containerd 2.x reads version 3,
+# whose CRI settings are split over io.containerd.cri.v1.runtime,
+# io.containerd.cri.v1.images and io.containerd.grpc.v1.cri (streaming).
 #
 # Set CONTAINERD_WITH_CNI=1 to install Debian's CNI plugins and give pods a bridge
 # network; without it only host-network pods can run, and the runtime reports
@@ -36,6 +55,36 @@ CONTAINERD_PAUSE_IMAGE=${CONTAINERD_PAUSE_IMAGE:-registry.k8s.io/pause:3.10}
 
 containerd_log() { echo "[containerd] $*" >&2; }
 
+# shellcheck source-path=SCRIPTDIR source=cache.sh
+source "$(dirname "${BASH_SOURCE[0]}")/cache.sh"
+# The newest containerd 2.x the module proxy served when this was written.
+CONTAINERD_V2_VERSION=v2.4.2
+CONTAINERD_VERSION=${CONTAINERD_VERSION:-$CONTAINERD_V2_VERSION}
+case $CONTAINERD_VERSION in
+  debian | 1.6 | 1.6.*) CONTAINERD_VERSION=debian ;;
+  v2.*.*) ;;
+  2.*.*) CONTAINERD_VERSION=v$CONTAINERD_VERSION ;;
+  *)
+    containerd_log "CONTAINERD_VERSION=$CONTAINERD_VERSION: want debian (or 1.6) or a 2.x release such as $CONTAINERD_V2_VERSION"
+    return 1
+    ;;
+esac
+export CONTAINERD_VERSION
+# containerd_major is the config template's major version: 1 or 2.
+if [ "$CONTAINERD_VERSION" = debian ]; then containerd_major=1; else containerd_major=2; fi
+CONTAINERD_BIN_DIR=""
+[ "$containerd_major" = 2 ] && CONTAINERD_BIN_DIR=$SPLITLET_CACHE/containerd-$CONTAINERD_VERSION/bin
+# PATH without any cached containerd (a parent script may have chosen
+# another), then the chosen one first: its shim must win over Debian's.
+_ctrd_path=""
+IFS=: read -ra _ctrd_parts <<<"$PATH"
+for _ctrd_p in "${_ctrd_parts[@]}"; do
+  [[ $_ctrd_p == "$SPLITLET_CACHE"/containerd-*/bin ]] || _ctrd_path+=${_ctrd_path:+:}$_ctrd_p
+done
+PATH=${CONTAINERD_BIN_DIR:+$CONTAINERD_BIN_DIR:}$_ctrd_path
+export PATH
+unset _ctrd_path _ctrd_parts _ctrd_p
+
 _apt_updated=""
 _apt_install() {
   if [ -z "$_apt_updated" ]; then
@@ -45,9 +94,44 @@ _apt_install() {
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" >/dev/null
 }
 
+# containerd_build builds containerd $CONTAINERD_VERSION (2.x) into
+# $CONTAINERD_BIN_DIR unless it is there: about 2 minutes on 2 cores (most
+# of it compiling, the rest downloading its modules). The btrfs,
+# devmapper and zfs snapshotters need cgo and are not used here.
+containerd_build() {
+  local dir stamp=$CONTAINERD_BIN_DIR/.version tmp
+  if [ -x "$CONTAINERD_BIN_DIR/containerd" ] && [ "$(cat "$stamp" 2>/dev/null)" = "$CONTAINERD_VERSION" ]; then
+    return 0
+  fi
+  containerd_log "building containerd $CONTAINERD_VERSION from the Go module proxy into $CONTAINERD_BIN_DIR (about 2 minutes, once)"
+  dir=$(dirname "$CONTAINERD_BIN_DIR")
+  mkdir -p "$dir"
+  # Into a temporary directory first: an interrupted build leaves nothing
+  # that passes for cached.
+  tmp=$(mktemp -d "$dir/build.XXXXXX")
+  chmod 755 "$tmp"
+  local start=$SECONDS cmd pkgs=()
+  for cmd in containerd containerd-shim-runc-v2 ctr; do
+    pkgs+=("github.com/containerd/containerd/v2/cmd/$cmd@$CONTAINERD_VERSION")
+  done
+  # The version containerd reports (containerd --version, CRI Version) is
+  # the release's, as its own Makefile stamps it.
+  if ! (cd "$tmp" && GOWORK=off GOFLAGS="" GOBIN=$tmp CGO_ENABLED=0 go install \
+    -tags 'no_btrfs no_devmapper no_zfs' \
+    -ldflags "-X github.com/containerd/containerd/v2/version.Version=$CONTAINERD_VERSION" "${pkgs[@]}"); then
+    rm -rf "$tmp"
+    return 1
+  fi
+  echo "$CONTAINERD_VERSION" >"$tmp/.version"
+  rm -rf "$CONTAINERD_BIN_DIR"
+  mv "$tmp" "$CONTAINERD_BIN_DIR"
+  containerd_log "built containerd $CONTAINERD_VERSION in $((SECONDS - start)) s"
+}
+
 containerd_install() {
   local missing=()
-  command -v containerd >/dev/null || missing+=(containerd)
+  # Debian's package, or for 2.x only Debian's runc beside the build.
+  if [ "$containerd_major" = 1 ] && [ ! -x /usr/bin/containerd ]; then missing+=(containerd); fi
   command -v runc >/dev/null || missing+=(runc)
   # Output is captured before matching: `cmd | grep -q` under pipefail fails
   # whenever grep's early exit kills the writer with SIGPIPE.
@@ -67,6 +151,98 @@ containerd_install() {
   if [[ $kind != *'statically linked'* && $kind != *'not a dynamic executable'* ]]; then
     _apt_install busybox-static
   fi
+  if [ "$containerd_major" = 2 ]; then
+    containerd_build
+  fi
+}
+
+# _containerd_config_1 DIR CNI_BIN CNI_CONF CNI_TEMPLATE prints containerd 1.x's
+# config (version 2).
+_containerd_config_1() {
+  local dir=$1 bin=$2 conf=$3 template=$4
+  cat <<TOML
+version = 2
+root = "$dir/root"
+state = "$dir/state"
+
+[grpc]
+  address = "$dir/containerd.sock"
+
+[ttrpc]
+  address = "$dir/containerd.sock.ttrpc"
+
+[debug]
+  address = "$dir/containerd.sock.debug"
+
+[plugins."io.containerd.grpc.v1.cri"]
+  sandbox_image = "$CONTAINERD_PAUSE_IMAGE"
+  restrict_oom_score_adj = true
+  disable_apparmor = true
+  enable_selinux = false
+
+[plugins."io.containerd.grpc.v1.cri".containerd]
+  snapshotter = "overlayfs"
+  default_runtime_name = "runc"
+
+[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
+  runtime_type = "io.containerd.runc.v2"
+
+[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
+  SystemdCgroup = false
+
+[plugins."io.containerd.grpc.v1.cri".cni]
+  bin_dir = "$bin"
+  conf_dir = "$conf"
+  conf_template = "$template"
+TOML
+}
+
+# _containerd_config_2 prints containerd 2.x's config (version 3, read by every
+# 2.x; 2.4 migrates it to its version 4): the same settings as
+# _containerd_config_1 under 2.x's plugin IDs. The streaming server
+# (io.containerd.grpc.v1.cri) keeps its defaults, 127.0.0.1 and a free port,
+# as on 1.x.
+_containerd_config_2() {
+  local dir=$1 bin=$2 conf=$3 template=$4
+  cat <<TOML
+version = 3
+root = "$dir/root"
+state = "$dir/state"
+
+[grpc]
+  address = "$dir/containerd.sock"
+
+[ttrpc]
+  address = "$dir/containerd.sock.ttrpc"
+
+[debug]
+  address = "$dir/containerd.sock.debug"
+
+[plugins."io.containerd.cri.v1.images"]
+  snapshotter = "overlayfs"
+
+[plugins."io.containerd.cri.v1.images".pinned_images]
+  sandbox = "$CONTAINERD_PAUSE_IMAGE"
+
+[plugins."io.containerd.cri.v1.runtime"]
+  restrict_oom_score_adj = true
+  disable_apparmor = true
+  enable_selinux = false
+
+[plugins."io.containerd.cri.v1.runtime".containerd]
+  default_runtime_name = "runc"
+
+[plugins."io.containerd.cri.v1.runtime".containerd.runtimes.runc]
+  runtime_type = "io.containerd.runc.v2"
+
+[plugins."io.containerd.cri.v1.runtime".containerd.runtimes.runc.options]
+  SystemdCgroup = false
+
+[plugins."io.containerd.cri.v1.runtime".cni]
+  bin_dirs = ["$bin"]
+  conf_dir = "$conf"
+  conf_template = "$template"
+TOML
 }
 
 containerd_start() {
@@ -111,49 +287,14 @@ JSON
 }
 JSON
   fi
-  cat >"$workdir/config.toml" <<TOML
-version = 2
-root = "$workdir/root"
-state = "$workdir/state"
-
-[grpc]
-  address = "$CONTAINERD_SOCK"
-
-[ttrpc]
-  address = "$CONTAINERD_SOCK.ttrpc"
-
-[debug]
-  address = "$CONTAINERD_SOCK.debug"
-
-[plugins."io.containerd.grpc.v1.cri"]
-  sandbox_image = "$CONTAINERD_PAUSE_IMAGE"
-  restrict_oom_score_adj = true
-  disable_apparmor = true
-  enable_selinux = false
-
-[plugins."io.containerd.grpc.v1.cri".containerd]
-  snapshotter = "overlayfs"
-  default_runtime_name = "runc"
-
-[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
-  runtime_type = "io.containerd.runc.v2"
-
-[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
-  SystemdCgroup = false
-
-[plugins."io.containerd.grpc.v1.cri".cni]
-  bin_dir = "$cni_bin"
-  conf_dir = "$cni_conf"
-  conf_template = "$cni_template"
-TOML
+  "_containerd_config_$containerd_major" "$workdir" "$cni_bin" "$cni_conf" "$cni_template" >"$workdir/config.toml"
   if [ -n "$extra" ]; then
     cat "$extra" >>"$workdir/config.toml"
   fi
   containerd_log "starting containerd (config $workdir/config.toml, log $CONTAINERD_LOG)"
   containerd --config "$workdir/config.toml" >"$CONTAINERD_LOG" 2>&1 &
   CONTAINERD_PID=$!
-  local i
-  for i in $(seq 1 100); do
+  for _ in $(seq 1 100); do
     if ctr --address "$CONTAINERD_SOCK" version >/dev/null 2>&1; then
       export CONTAINERD_SOCK CONTAINERD_PID CONTAINERD_LOG CONTAINERD_DIR
       containerd_log "ready on $CONTAINERD_SOCK (pid $CONTAINERD_PID)"
@@ -224,4 +365,26 @@ containerd_exit_trap() {
   set +e
   SHOW_LOGS=$([ "$rc" -ne 0 ] && echo 1) containerd_stop_all
   exit "$rc"
+}
+
+containerd_mirrors() {
+  local file=$1 dir=$2 registry=$3 host plugin=io.containerd.grpc.v1.cri
+  shift 3
+  for host in "$@"; do
+    mkdir -p "$dir/$host"
+    cat >"$dir/$host/hosts.toml" <<TOML
+server = "https://$host"
+
+[host."http://$registry"]
+  capabilities = ["pull", "resolve"]
+TOML
+  done
+  # The hosts directory rather than 1.x's registry.mirrors, which 2.x
+  # deprecates (and for which it drops its transfer service's pull).
+  [ "$containerd_major" = 2 ] && plugin=io.containerd.cri.v1.images
+  cat >"$file" <<TOML
+
+[plugins."$plugin".registry]
+  config_path = "$dir"
+TOML
 }

@@ -136,6 +136,31 @@ func (r *run) ctx(t *testing.T) context.Context {
 	return ctx
 }
 
+// waitUntil checks cond every pollInterval until it holds, and fails the
+// test with cond's last description when it still does not after the run's
+// timeout.
+func (r *run) waitUntil(t *testing.T, what string, cond func() (bool, string)) {
+	t.Helper()
+	deadline := time.NewTimer(r.env.Timeout)
+	defer deadline.Stop()
+	tick := time.NewTicker(pollInterval)
+	defer tick.Stop()
+	for {
+		ok, last := cond()
+		if ok {
+			return
+		}
+		select {
+		case <-tick.C:
+		case <-deadline.C:
+			t.Fatalf("%s: not within %v: %s", what, r.env.Timeout, last)
+		}
+	}
+}
+
+// pollInterval is how often waitUntil checks its condition.
+const pollInterval = 20 * time.Millisecond
+
 // cleanup removes what a failed run left behind. Both removals are forced and
 // idempotent in CRI, so it does not care how far the run got.
 func (r *run) cleanup(t *testing.T) {

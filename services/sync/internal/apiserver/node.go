@@ -21,6 +21,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	utilversion "k8s.io/apimachinery/pkg/util/version"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/util/retry"
 	nodeutil "k8s.io/component-helpers/node/util"
@@ -181,17 +182,20 @@ func NewNodeRegistrar(client kubernetes.Interface, opts NodeOptions) *NodeRegist
 // lease and the node status until ctx ends.
 func (r *NodeRegistrar) Run(ctx context.Context) {
 	log := logctx.From(ctx).With(zap.String("node", r.opts.Name))
+	// The kubelet's registerWithAPIServer step: 100 ms, doubling up to 7 s.
+	step := 100 * time.Millisecond
 	for {
 		err := r.Register(ctx)
 		if err == nil {
 			break
 		}
-		log.Info("node registration failed; retrying", zap.Error(err))
+		log.Info("node registration failed; retrying", zap.Error(err), zap.Duration("after", step))
 		select {
 		case <-ctx.Done():
 			return
-		case <-time.After(7 * time.Second):
+		case <-time.After(step):
 		}
+		step = min(2*step, 7*time.Second)
 	}
 	log.Info("node registered")
 	if r.opts.Runtime != nil {
@@ -324,7 +328,21 @@ func (r *NodeRegistrar) runtimeVersion(ctx context.Context) string {
 	if err != nil {
 		return "remote://Unknown"
 	}
-	return v.GetRuntimeName() + "://" + v.GetRuntimeVersion()
+	return v.GetRuntimeName() + "://" + parseRuntimeVersion(v.GetRuntimeVersion())
+}
+
+// parseRuntimeVersion is the version as the kubelet prints it: parsed as
+// semantic, else generic (newRuntimeVersion in its kuberuntime manager),
+// then formatted, so containerd 2.x's "v2.4.2" reads "2.4.2" and Debian's
+// "1.6.20~ds1" reads "1.6.20"; "Unknown" when it does not parse.
+func parseRuntimeVersion(raw string) string {
+	if v, err := utilversion.ParseSemantic(raw); err == nil {
+		return v.String()
+	}
+	if v, err := utilversion.ParseGeneric(raw); err == nil {
+		return v.String()
+	}
+	return "Unknown"
 }
 
 // Limits of status.images: the kubelet's --node-status-max-images default
@@ -374,13 +392,14 @@ func (r *NodeRegistrar) Register(ctx context.Context) error {
 		return err
 	}
 	nodes := r.client.CoreV1().Nodes()
-	created, err := nodes.Create(ctx, want, metav1.CreateOptions{})
+	_, err = nodes.Create(ctx, want, metav1.CreateOptions{})
 	switch {
 	case err == nil:
-		// Create ignores status; write it.
-		created.Status = want.Status
-		_, err = nodes.UpdateStatus(ctx, created, metav1.UpdateOptions{})
-		return err
+		// Create ignores status; patch it, retried on conflict: the node
+		// controllers (pod CIDR, taints) write the new Node at once, and
+		// an update of the created object's version lost that race and
+		// failed the registration.
+		return r.UpdateStatus(ctx)
 	case !apierrors.IsAlreadyExists(err):
 		return fmt.Errorf("create node %s: %w", r.opts.Name, err)
 	}

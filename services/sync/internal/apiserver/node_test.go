@@ -13,11 +13,13 @@ import (
 	"google.golang.org/grpc"
 
 	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/version"
 	"k8s.io/client-go/kubernetes/fake"
+	clienttesting "k8s.io/client-go/testing"
 	ndf "k8s.io/component-helpers/nodedeclaredfeatures"
 	ndftypes "k8s.io/component-helpers/nodedeclaredfeatures/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -54,6 +56,28 @@ func TestRegisterWithoutTaints(t *testing.T) {
 	}
 	if len(n.Spec.Taints) != 0 {
 		t.Errorf("taints %v, want none", n.Spec.Taints)
+	}
+}
+
+// The node controllers write a new Node at once (pod CIDR, taints): a
+// status write that meets their change must not fail the registration,
+// which would then wait for its retry (seen on a two-node cluster).
+func TestRegisterCreatedNodeChangedMeanwhile(t *testing.T) {
+	client := fake.NewClientset()
+	updates := 0
+	client.PrependReactor("update", "nodes", func(a clienttesting.Action) (bool, runtime.Object, error) {
+		updates++
+		return true, nil, apierrors.NewConflict(v1.Resource("nodes"), "n1", errors.New("the object has been modified"))
+	})
+	if err := NewNodeRegistrar(client, NodeOptions{Name: "n1", Report: report}).Register(t.Context()); err != nil {
+		t.Fatalf("Register: %v (%d updates refused as conflicts)", err, updates)
+	}
+	n, err := client.CoreV1().Nodes().Get(t.Context(), "n1", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := findNodeCondition(n, v1.NodeMemoryPressure); c == nil || c.Status != v1.ConditionTrue {
+		t.Errorf("conditions %v, want the report's MemoryPressure written", n.Status.Conditions)
 	}
 }
 
@@ -426,7 +450,7 @@ func TestNodeInfoAndImages(t *testing.T) {
 		t.Fatal(err)
 	}
 	info := n.Status.NodeInfo
-	if info.ContainerRuntimeVersion != "containerd://1.6.20~ds1" || info.MachineID != "m-1" || info.BootID != "b-1" ||
+	if info.ContainerRuntimeVersion != "containerd://1.6.20" || info.MachineID != "m-1" || info.BootID != "b-1" ||
 		info.KernelVersion != "6.1.0" || info.OSImage != "Debian GNU/Linux 12 (bookworm)" || info.OperatingSystem != "linux" {
 		t.Errorf("nodeInfo %+v", info)
 	}
@@ -554,5 +578,19 @@ func TestRegisteredNodeDeclaresRestartAllContainers(t *testing.T) {
 				t.Errorf("match = %+v, want %t", res, tc.match)
 			}
 		})
+	}
+}
+
+func TestParseRuntimeVersion(t *testing.T) {
+	for _, tc := range []struct{ desc, raw, want string }{
+		{desc: "Debian's containerd 1.6: the packaging suffix dropped", raw: "1.6.20~ds1", want: "1.6.20"},
+		{desc: "containerd 2.x release: the v dropped", raw: "v2.4.2", want: "2.4.2"},
+		{desc: "semantic with a pre-release kept", raw: "v2.4.0-rc.1", want: "2.4.0-rc.1"},
+		{desc: "the fake backend", raw: "0.1.0", want: "0.1.0"},
+		{desc: "not a version", raw: "abc", want: "Unknown"},
+	} {
+		if got := parseRuntimeVersion(tc.raw); got != tc.want {
+			t.Errorf("%s: parseRuntimeVersion(%q) = %q, want %q", tc.desc, tc.raw, got, tc.want)
+		}
 	}
 }

@@ -39,6 +39,8 @@ type Config struct {
 type entry struct {
 	backoff    time.Duration
 	lastUpdate time.Time
+	// lastErr is the image puller's last failure, shown while it backs off.
+	lastErr string
 }
 
 // Backoff is a table of per-key exponential back-offs. It matches client-go's

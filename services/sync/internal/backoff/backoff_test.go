@@ -282,7 +282,7 @@ func TestImagePullBackOff(t *testing.T) {
 	if !errors.Is(err, ErrImagePullBackOff) || err.Error() != "ImagePullBackOff" {
 		t.Fatalf("5s after a failure: err = %v, want ImagePullBackOff", err)
 	}
-	if want := `Back-off pulling image "busybox:bad"`; msg != want {
+	if want := `Back-off pulling image "busybox:bad": ErrImagePull: ` + pullErr.Error(); msg != want {
 		t.Errorf("message = %q, want %q", msg, want)
 	}
 	if _, err := b.CheckImagePull("uid-2", "busybox:bad"); err != nil {
@@ -293,8 +293,12 @@ func TestImagePullBackOff(t *testing.T) {
 	if _, err := b.CheckImagePull("uid-1", "busybox:bad"); err != nil {
 		t.Errorf("10s after the failure with a 10s delay: %v, want allowed", err)
 	}
-	_, _ = b.ImagePullFailed("uid-1", "busybox:bad", pullErr)
+	_, _ = b.ImagePullFailed("uid-1", "busybox:bad", errors.New("unauthorized"))
 	if got := b.Get(ImagePullKey("uid-1", "busybox:bad")); got != 20*time.Second {
 		t.Errorf("second failure: delay %s, want 20s", got)
+	}
+	// The back-off message carries the latest pull's error.
+	if msg, _ := b.CheckImagePull("uid-1", "busybox:bad"); msg != `Back-off pulling image "busybox:bad": ErrImagePull: unauthorized` {
+		t.Errorf("after the second failure: message %q, want the second error", msg)
 	}
 }

@@ -116,7 +116,11 @@ func TestPullSecretsWithAPrivateRegistry(t *testing.T) {
 }
 
 // waitPullRefused waits until the pod's container waits in ErrImagePull or
-// ImagePullBackOff because the registry refused the pull.
+// ImagePullBackOff because the registry refused the pull. The runtime's
+// words for that differ: containerd 1.6 passes on the registry's "401
+// Unauthorized", 2.x says "pull access denied, repository does not exist or
+// may require authorization: authorization failed: no basic auth
+// credentials".
 func waitPullRefused(t *testing.T, client kubernetes.Interface, ns, name string) {
 	t.Helper()
 	waitFor(t, 2*time.Minute, name+"'s pull to be refused", func() (bool, string) {
@@ -129,8 +133,10 @@ func waitPullRefused(t *testing.T, client kubernetes.Interface, ns, name string)
 				t.Fatalf("%s runs the private image without credentials", name)
 			}
 			w := cs.State.Waiting
-			if w != nil && (w.Reason == "ErrImagePull" || w.Reason == "ImagePullBackOff") &&
-				strings.Contains(strings.ToLower(w.Message), "unauthorized") {
+			if w == nil || (w.Reason != "ErrImagePull" && w.Reason != "ImagePullBackOff") {
+				continue
+			}
+			if msg := strings.ToLower(w.Message); strings.Contains(msg, "unauthorized") || strings.Contains(msg, "authorization failed") {
 				return true, ""
 			}
 		}

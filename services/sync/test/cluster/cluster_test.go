@@ -28,6 +28,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -50,6 +51,11 @@ import (
 	launcher "github.com/splitlet/splitlet/internal/stack"
 	"github.com/splitlet/splitlet/services/sync/test/kubetest"
 )
+
+// runtimeVersionRE is a node's containerRuntimeVersion as the kubelet
+// formats it from containerd 1.6 ("1.6.20~ds1") or 2.x ("v2.4.2"): the
+// parsed version, "containerd://1.6.20" or "containerd://2.4.2".
+var runtimeVersionRE = regexp.MustCompile(`^containerd://[0-9]+\.[0-9]+\.[0-9]+$`)
 
 const (
 	kubeBinEnv    = "SPLITLET_KUBE_BIN_DIR"
@@ -278,7 +284,7 @@ func TestDeploymentOnSplitletNodes(t *testing.T) {
 		for _, img := range obj.Status.Images {
 			hasBusybox = hasBusybox || slices.Contains(img.Names, e.busybox)
 		}
-		if !strings.HasPrefix(obj.Status.NodeInfo.ContainerRuntimeVersion, "containerd://1.") || !hasBusybox || obj.Status.NodeInfo.BootID == "" {
+		if !runtimeVersionRE.MatchString(obj.Status.NodeInfo.ContainerRuntimeVersion) || !hasBusybox || obj.Status.NodeInfo.BootID == "" {
 			t.Errorf("node %s: nodeInfo %+v, images %+v; want containerd's version, a boot ID and %s among the images", n.name, obj.Status.NodeInfo, obj.Status.Images, e.busybox)
 		}
 	}
