@@ -124,7 +124,9 @@ func startStack(t *testing.T, kubeconfig, node, runtimeEndpoint string, syncArgs
 		Dir:             dir,
 		NodeName:        node,
 		RuntimeEndpoint: runtimeEndpoint,
-		GatewayArgs:     []string{"--allowed-host-path=/", "--log-level=warn"},
+		// The node allows what a kubelet allows: any host path, and any
+		// capability (kubectl debug's general profile adds SYS_PTRACE).
+		GatewayArgs:     []string{"--allowed-host-path=/", "--allowed-capability=*", "--log-level=warn"},
 		AdmissionConfig: fmt.Sprintf("node:\n  maxPods: %d\n", admissionMaxPods),
 		AdmissionArgs:   []string{"--log-level=warn"},
 		SyncArgs: append([]string{
