@@ -156,12 +156,12 @@ containerd_install() {
   fi
 }
 
-# _containerd_config_1 DIR CNI_BIN CNI_CONF CNI_TEMPLATE prints containerd 1.x's
-# config (version 2).
-_containerd_config_1() {
-  local dir=$1 bin=$2 conf=$3 template=$4
+# _containerd_config_head VERSION DIR prints what every config version starts
+# with: the version, and the state and sockets under DIR.
+_containerd_config_head() {
+  local version=$1 dir=$2
   cat <<TOML
-version = 2
+version = $version
 root = "$dir/root"
 state = "$dir/state"
 
@@ -174,6 +174,15 @@ state = "$dir/state"
 [debug]
   address = "$dir/containerd.sock.debug"
 
+TOML
+}
+
+# _containerd_config_1 DIR CNI_BIN CNI_CONF CNI_TEMPLATE prints containerd 1.x's
+# config (version 2).
+_containerd_config_1() {
+  local dir=$1 bin=$2 conf=$3 template=$4
+  _containerd_config_head 2 "$dir"
+  cat <<TOML
 [plugins."io.containerd.grpc.v1.cri"]
   sandbox_image = "$CONTAINERD_PAUSE_IMAGE"
   restrict_oom_score_adj = true
@@ -204,20 +213,8 @@ TOML
 # as on 1.x.
 _containerd_config_2() {
   local dir=$1 bin=$2 conf=$3 template=$4
+  _containerd_config_head 3 "$dir"
   cat <<TOML
-version = 3
-root = "$dir/root"
-state = "$dir/state"
-
-[grpc]
-  address = "$dir/containerd.sock"
-
-[ttrpc]
-  address = "$dir/containerd.sock.ttrpc"
-
-[debug]
-  address = "$dir/containerd.sock.debug"
-
 [plugins."io.containerd.cri.v1.images"]
   snapshotter = "overlayfs"
 
