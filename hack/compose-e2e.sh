@@ -31,9 +31,10 @@
 #                           PATH); "none" uses the gateway's e2e policy test
 #   SPLITLET_COMPOSE_KEEP=1 leave dockerd, and a stack a failure interrupted,
 #                           running for inspection
-#   SPLITLET_SYNC_PORT, SPLITLET_ADMISSION_PORT, SPLITLET_GATEWAY_METRICS_PORT
-#                           host ports (default: 7443, 7444, 9101, or the next
-#                           free port when something else holds one)
+#   SPLITLET_SYNC_PORT, SPLITLET_ADMISSION_PORT, SPLITLET_GATEWAY_METRICS_PORT,
+#   SPLITLET_GATEWAY_STREAMING_PORT
+#                           host ports (default: 7443, 7444, 9101, 10010, or
+#                           the next free port when something else holds one)
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -255,6 +256,16 @@ run_stack() {
   grep -q 'docker.io/library/busybox:1.36' <<<"$ctrs" || {
     log "no busybox container in the compose containerd"; echo "$ctrs" >&2; return 1; }
   phase "compose $1 pod Running + logs"
+  # An interactive exec streams from the host through the gateway's
+  # streaming proxy (published on 127.0.0.1) to the compose containerd's
+  # streaming server, which only the gateway's container reaches.
+  local out rc=0
+  out=$(printf 'echo exec through the gateway\nexit 3\n' | "$root/bin/splitctl" exec -i "$pod" -- sh 2>&1) || rc=$?
+  if [ "$rc" != 3 ] || ! grep -qxF "exec through the gateway" <<<"$out"; then
+    log "splitctl exec -i: exit $rc, output: $out (want the echoed line and exit 3)"; return 1
+  fi
+  log "splitctl exec -i $pod: streamed through the gateway, exit code 3 carried back"
+  phase "compose $1 exec -i"
   "$root/bin/splitctl" delete pod "$pod" --timeout=60s
   wait_for "pod $pod to be gone from sync" 30 pod_gone
   wait_for "the pod's containers to be gone from containerd" 30 no_pod_containers
@@ -292,7 +303,8 @@ phase "images"
 SPLITLET_SYNC_PORT=${SPLITLET_SYNC_PORT:-$(free_port 7443)}
 SPLITLET_ADMISSION_PORT=${SPLITLET_ADMISSION_PORT:-$(free_port 7444)}
 SPLITLET_GATEWAY_METRICS_PORT=${SPLITLET_GATEWAY_METRICS_PORT:-$(free_port 9101)}
-export SPLITLET_SYNC_PORT SPLITLET_ADMISSION_PORT SPLITLET_GATEWAY_METRICS_PORT
+SPLITLET_GATEWAY_STREAMING_PORT=${SPLITLET_GATEWAY_STREAMING_PORT:-$(free_port 10010)}
+export SPLITLET_SYNC_PORT SPLITLET_ADMISSION_PORT SPLITLET_GATEWAY_METRICS_PORT SPLITLET_GATEWAY_STREAMING_PORT
 # The API token sync and admission require (the compose file's secret);
 # splitctl sends it from SPLITLET_TOKEN. A fresh one per run.
 export SPLITLET_TOKEN_FILE=$root/_out/compose/api.token
@@ -300,7 +312,7 @@ mkdir -p "$(dirname "$SPLITLET_TOKEN_FILE")"
 (umask 077 && head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$SPLITLET_TOKEN_FILE")
 SPLITLET_TOKEN=$(cat "$SPLITLET_TOKEN_FILE")
 export SPLITLET_TOKEN
-log "host ports: sync $SPLITLET_SYNC_PORT, admission $SPLITLET_ADMISSION_PORT, gateway metrics $SPLITLET_GATEWAY_METRICS_PORT"
+log "host ports: sync $SPLITLET_SYNC_PORT, admission $SPLITLET_ADMISSION_PORT, gateway metrics $SPLITLET_GATEWAY_METRICS_PORT, streams $SPLITLET_GATEWAY_STREAMING_PORT"
 # A stack left by an interrupted run would hold the volumes and names.
 DOCKER_COMPOSE_CLI=v1 compose down -v --remove-orphans >/dev/null 2>&1 || true
 

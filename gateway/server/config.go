@@ -40,6 +40,15 @@ type Config struct {
 	TCPAddr string
 	TLS     TLSConfig
 
+	// StreamingAddr, when set, is where the gateway fronts the runtime's
+	// streaming server: Exec, Attach and PortForward return single-use
+	// URLs of the gateway's proxy there (package streamproxy) instead of
+	// the runtime's own. Empty passes the runtime's URLs through.
+	StreamingAddr string
+	// StreamingBaseURL, when set, is the scheme and host put in those URLs
+	// (for a listener published under another address).
+	StreamingBaseURL string
+
 	// MetricsAddr, when set, serves /metrics and /healthz over plain HTTP.
 	MetricsAddr string
 	// Profiling adds Go's pprof handlers under /debug/pprof/ to the metrics

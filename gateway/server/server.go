@@ -59,6 +59,7 @@ import (
 
 	"github.com/splitlet/splitlet/gateway/backend"
 	"github.com/splitlet/splitlet/gateway/policy"
+	"github.com/splitlet/splitlet/gateway/streamproxy"
 	gatewayv1 "github.com/splitlet/splitlet/proto/splitlet/gateway/v1"
 )
 
@@ -85,6 +86,11 @@ type Server struct {
 	httpLn      net.Listener
 	tcpLn       net.Listener
 	ownsSocket  bool // the socket file at cfg.SocketPath is ours to remove
+
+	// streams fronts the runtime's streaming server when
+	// cfg.StreamingAddr is set (streams.go).
+	streams  *streamproxy.Proxy
+	streamLn net.Listener
 
 	stopOnce sync.Once
 }
@@ -188,6 +194,14 @@ func New(cfg Config, rt backend.Runtime, opts ...Option) (_ *Server, retErr erro
 	if c, ok := rt.(controller); ok && ctl == nil {
 		ctl = c.Control()
 	}
+	if cfg.StreamingAddr != "" {
+		p, err := s.newStreamProxy()
+		if err != nil {
+			return nil, err
+		}
+		s.streams = p
+		rt = frontedRuntime{Runtime: rt, proxy: p}
+	}
 	for _, gs := range s.grpcServers {
 		runtimeapi.RegisterRuntimeServiceServer(gs, rt)
 		runtimeapi.RegisterImageServiceServer(gs, rt)
@@ -235,6 +249,13 @@ func (s *Server) Serve(ctx context.Context) error {
 			}
 		}()
 	}
+	if s.streams != nil {
+		go func() {
+			if err := s.streams.Serve(); err != nil {
+				errCh <- fmt.Errorf("serve streams: %w", err)
+			}
+		}()
+	}
 	s.log.Info("gateway serving", zap.Strings("addresses", s.addresses()))
 
 	var serveErr error
@@ -279,6 +300,12 @@ func (s *Server) stop(graceful bool) {
 			}
 			cancel()
 		}
+		if s.streams != nil {
+			// Open streams ended with cancelStreams above.
+			ctx, cancel := context.WithTimeout(context.Background(), s.cfg.ShutdownTimeout)
+			_ = s.streams.Shutdown(ctx)
+			cancel()
+		}
 		wg.Wait()
 		// Listeners never handed to Serve (Close before Serve, or New failing
 		// half-way) are not closed by the servers; closing twice is harmless.
@@ -287,6 +314,9 @@ func (s *Server) stop(graceful bool) {
 		}
 		if s.httpLn != nil {
 			s.httpLn.Close()
+		}
+		if s.streamLn != nil {
+			s.streamLn.Close()
 		}
 		// grpc closes the unix listener, which unlinks the socket; remove it
 		// anyway in case a listener was never handed to a gRPC server.
@@ -343,6 +373,14 @@ func (s *Server) MetricsAddr() net.Addr {
 	return s.httpLn.Addr()
 }
 
+// StreamingAddr is the streaming proxy's listener address, or nil.
+func (s *Server) StreamingAddr() net.Addr {
+	if s.streamLn == nil {
+		return nil
+	}
+	return s.streamLn.Addr()
+}
+
 func (s *Server) addresses() []string {
 	var out []string
 	for _, ln := range s.listeners {
@@ -350,6 +388,9 @@ func (s *Server) addresses() []string {
 	}
 	if s.httpLn != nil {
 		out = append(out, "http://"+s.httpLn.Addr().String()+"/metrics")
+	}
+	if s.streamLn != nil {
+		out = append(out, "http://"+s.streamLn.Addr().String()+" (streams)")
 	}
 	return out
 }

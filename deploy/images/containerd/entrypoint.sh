@@ -43,6 +43,10 @@ state = "$state"
   restrict_oom_score_adj = true
   disable_apparmor = true
   enable_selinux = false
+  # Streams are served on this container's address on the compose network
+  # (empty: the default route's interface), not on its loopback: the
+  # gateway, in its own container, proxies them.
+  stream_server_address = ""
 
 [plugins."io.containerd.grpc.v1.cri".containerd]
   snapshotter = "overlayfs"

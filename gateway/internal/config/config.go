@@ -32,6 +32,10 @@ const (
 	// node and are not published off the node unless asked for. 9101 sits
 	// beside node_exporter's 9100.
 	DefaultMetricsAddr = "127.0.0.1:9101"
+	// DefaultStreamingAddr is containerd's default streaming address
+	// (stream_server_address 127.0.0.1, stream_server_port 0): loopback,
+	// any free port, since the URLs carry their port.
+	DefaultStreamingAddr = "127.0.0.1:0"
 )
 
 // Config is the parsed command line.
@@ -81,6 +85,12 @@ func Parse(args []string, output io.Writer) (Config, error) {
 		"PEM CA bundle; TCP clients must present a certificate it signed")
 	fs.StringVar(&s.MetricsAddr, "metrics-addr", DefaultMetricsAddr,
 		`address serving Prometheus /metrics and /healthz (and /debug/pprof/ with --profiling) over HTTP; "" disables it`)
+	fs.StringVar(&s.StreamingAddr, "streaming-addr", DefaultStreamingAddr,
+		"address of the gateway's streaming proxy: CRI Exec, Attach and PortForward return single-use URLs there, "+
+			`proxied to the runtime's streaming server, so streams are the gateway's too; "" returns the runtime's URLs unchanged`)
+	fs.StringVar(&s.StreamingBaseURL, "streaming-base-url", "",
+		"scheme and host:port put in the streaming URLs, when clients reach --streaming-addr under another address "+
+			"(a published container port); default http://<--streaming-addr's bound address>")
 	fs.BoolVar(&s.Profiling, "profiling", false,
 		"serve Go's pprof profiles under /debug/pprof/ on --metrics-addr, like the kubelet's enableProfilingHandler; "+
 			"off by default, since profiles expose the process's memory and command line")
@@ -139,6 +149,9 @@ func Parse(args []string, output io.Writer) (Config, error) {
 	}
 	if s.Profiling && s.MetricsAddr == "" {
 		return Config{}, fmt.Errorf("--profiling needs --metrics-addr: profiles are served on the metrics server")
+	}
+	if s.StreamingBaseURL != "" && s.StreamingAddr == "" {
+		return Config{}, fmt.Errorf("--streaming-base-url needs --streaming-addr")
 	}
 	if s.Backend != "fake" && len(s.FakePreloadImages) > 0 {
 		return Config{}, fmt.Errorf("--fake-preload-images needs --backend=fake")

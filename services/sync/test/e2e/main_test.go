@@ -17,7 +17,10 @@ func TestMain(m *testing.M) {
 	os.Exit(stack.RunContainerdTests(m, stack.Config{
 		NodeName:    "e2e",
 		NoAdmission: true,
-		GatewayArgs: []string{"--allow-host-network", "--allowed-host-path=/var/lib/splitlet", "--log-level=debug"},
+		// Its streaming-proxy counters tell the exec test the streams
+		// went through it.
+		GatewayMetricsAddr: "127.0.0.1:0",
+		GatewayArgs:        []string{"--allow-host-network", "--allowed-host-path=/var/lib/splitlet", "--log-level=debug"},
 		SyncArgs: []string{
 			"--relist-interval=500ms",
 			"--resync-interval=2s",
@@ -31,6 +34,7 @@ func TestMain(m *testing.M) {
 		os.Setenv("SPLITLET_TOKEN", s.Token)
 		os.Setenv("SPLITLET_GATEWAY_ENDPOINT", "unix://"+s.GatewaySocket)
 		os.Setenv("SPLITLET_POD_LOGS_ROOT", s.LogsDir)
+		os.Setenv("SPLITLET_GATEWAY_METRICS", "http://"+s.GatewayMetricsAddr)
 	}, "SPLITLET_SYNC_ADDR"))
 }
 

@@ -106,6 +106,7 @@ func TestPodsOnContainerd(t *testing.T) {
 
 	t.Run("init-then-app", func(t *testing.T) { testInitThenApp(t, e) })
 	t.Run("exec", func(t *testing.T) { testExec(t, e) })
+	t.Run("exec-interactive", func(t *testing.T) { testExecInteractive(t, e) })
 	t.Run("logs-previous-and-tail", func(t *testing.T) { testLogsPreviousAndTail(t, e) })
 	t.Run("logs-follow", func(t *testing.T) { testLogsFollow(t, e) })
 	t.Run("sync-crash", func(t *testing.T) { testSyncCrash(t, e) })
