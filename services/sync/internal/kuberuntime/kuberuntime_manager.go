@@ -489,13 +489,13 @@ func (m *Manager) RemovePod(ctx context.Context, uid types.UID) error {
 // the grace period starts from lifecycle.TerminationGracePeriod (deletion
 // grace, a probe's own grace for probe kills, else the pod's), or for a pod
 // known only from the runtime from the container's recorded annotation; the
-// preStop hook runs within it (not at all under an override of 0 or less,
-// as the kubelet applies the override before deciding); what is left is
-// floored at
-// minimumGracePeriodInSeconds; and an override (what remains of a
-// deletion's grace) replaces all of that, floor included. With an ordering
-// (a pod with sidecars being stopped) the container waits, within what is
-// left of its grace, for its turn, and says when it has stopped.
+// override (what remains of a deletion's grace, or 0 for the kill before
+// an in-place restart) replaces that start; the preStop hook runs within
+// what it gives (not at all when that is 0 or less); with an ordering (a
+// pod with sidecars being stopped) the container waits, within what is
+// left, for its turn, and says when it has stopped; and what is left is
+// floored at minimumGracePeriodInSeconds, override or not, so a container
+// always gets 2 s between SIGTERM and SIGKILL.
 func (m *Manager) killContainer(ctx context.Context, pod *v1.Pod, id container.ContainerID, name string, spec *v1.Container, message string, reason ContainerKillReason, gracePeriodOverride *int64, ordering *terminationOrdering) error {
 	log := loggerFrom(ctx)
 	grace := int64(minimumGracePeriodInSeconds)
@@ -508,10 +508,10 @@ func (m *Manager) killContainer(ctx context.Context, pod *v1.Pod, id container.C
 			}
 		}
 	}
-	// No time granted, no preStop hook: the kubelet applies the override
-	// before it decides whether the hook has time to run.
-	noTime := gracePeriodOverride != nil && *gracePeriodOverride <= 0
-	if pod != nil && spec != nil && !noTime {
+	if gracePeriodOverride != nil {
+		grace = *gracePeriodOverride
+	}
+	if pod != nil && spec != nil && grace > 0 {
 		grace = m.hooks.PreStop(ctx, id, pod, spec, grace)
 	}
 	if ordering != nil && grace > 0 {
@@ -519,9 +519,6 @@ func (m *Manager) killContainer(ctx context.Context, pod *v1.Pod, id container.C
 	}
 	if grace < minimumGracePeriodInSeconds {
 		grace = minimumGracePeriodInSeconds
-	}
-	if gracePeriodOverride != nil {
-		grace = *gracePeriodOverride
 	}
 	log.Info("killing container", zap.String("container", name), zap.String("containerID", id.String()),
 		zap.Int64("gracePeriod", grace), zap.String("message", message))

@@ -68,7 +68,10 @@ func TestKillContainerGracePeriod(t *testing.T) {
 		{desc: "the pod's termination grace period", pod: base(nil), want: 30},
 		{desc: "the deletion grace period wins", pod: base(func(p *v1.Pod) { p.DeletionGracePeriodSeconds = int64p(5) }), want: 5},
 		{desc: "floored at 2 s", pod: base(func(p *v1.Pod) { p.Spec.TerminationGracePeriodSeconds = int64p(1) }), want: 2},
-		{desc: "an override replaces it, floor included", pod: base(nil), override: int64p(1), want: 1},
+		{desc: "an override replaces it", pod: base(nil), override: int64p(5), want: 5},
+		// v1.36's killContainer floors after the override (older kubelets
+		// let an override replace the floor too).
+		{desc: "an override is floored at 2 s", pod: base(nil), override: int64p(0), want: 2},
 		{desc: "a liveness kill takes the probe's grace period", pod: base(func(p *v1.Pod) {
 			p.Spec.Containers[0].LivenessProbe = &v1.Probe{TerminationGracePeriodSeconds: int64p(7)}
 		}), reason: ReasonLivenessProbe, want: 7},

@@ -23,8 +23,8 @@ const (
 	ReasonLivenessProbe       ContainerKillReason = "LivenessProbe"
 	ReasonFailedPostStartHook ContainerKillReason = "FailedPostStartHook"
 	ReasonUnknown             ContainerKillReason = "Unknown"
-	// ReasonRestartAllContainers kills a container (without grace) before
-	// its removal when the pod restarts in place.
+	// ReasonRestartAllContainers kills a container (with an override of
+	// 0, so the 2 s floor) before its removal when the pod restarts in place.
 	ReasonRestartAllContainers ContainerKillReason = "RestartAllContainers"
 )
 

@@ -57,7 +57,7 @@ func TestSyncPodWithRestartAllContainers(t *testing.T) {
 		t.Fatalf("SyncPodWithResult: %v", err)
 	}
 	want := []string{
-		"StopContainer " + cid("foo1").ID + " timeout=0", "RemoveContainer " + cid("foo1").ID,
+		"StopContainer " + cid("foo1").ID + " timeout=2", "RemoveContainer " + cid("foo1").ID,
 		"RemoveContainer " + cid("init1").ID,
 		"RemoveContainer " + cid("foo2").ID,
 	}
