@@ -29,6 +29,7 @@ import (
 
 	"github.com/splitlet/splitlet/internal/logctx"
 	"github.com/splitlet/splitlet/internal/nodelabels"
+	"github.com/splitlet/splitlet/services/sync/internal/nodefeatures"
 	"github.com/splitlet/splitlet/services/sync/internal/runtimestate"
 )
 
@@ -305,7 +306,7 @@ func (r *NodeRegistrar) fillStatus(ctx context.Context, n *v1.Node) error {
 	info.ContainerRuntimeVersion = r.runtimeVersion(ctx)
 	n.Status.NodeInfo = info
 	// The kubelet's setNodeStatus sets them on every update.
-	n.Status.DeclaredFeatures = declaredFeatures()
+	n.Status.DeclaredFeatures = nodefeatures.Declared()
 	if r.opts.Images != nil {
 		images, err := r.images(ctx)
 		if err != nil {

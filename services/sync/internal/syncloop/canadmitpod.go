@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/splitlet/splitlet/internal/logctx"
+	"github.com/splitlet/splitlet/services/sync/internal/nodefeatures"
 	"github.com/splitlet/splitlet/services/sync/internal/sysctl"
 )
 
@@ -101,7 +102,7 @@ func (k *Kubelet) admitWith(ctx context.Context, pod *v1.Pod, res AdmitResult, e
 // every pod of the run gets what a failed Admit gives it (the failure
 // policy) rather than one more call each to a service that is not there.
 func (k *Kubelet) admitPods(ctx context.Context, pods []*v1.Pod) {
-	pods = k.rejectForbiddenSysctls(ctx, pods)
+	pods = k.rejectLocally(ctx, pods)
 	batch, canBatch := k.opts.Admitter.(BatchAdmitter)
 	for len(pods) > 0 {
 		if !canBatch || len(pods) == 1 {
@@ -145,21 +146,31 @@ func (k *Kubelet) admitPods(ctx context.Context, pods []*v1.Pod) {
 	}
 }
 
-// rejectForbiddenSysctls fails, with the kubelet's SysctlForbidden
-// rejection, the pods setting a sysctl Options.Sysctls does not allow, and
-// returns the others in order. It is the kubelet's sysctl admit handler
-// (patternAllowlist.Admit), applied by sync rather than by the Admitter:
-// it guards what sync hands the runtime, so it holds whichever admitter
-// runs, AlwaysAdmit included, and when admission is down under policy
-// Ignore. Every new pod passes here before canAdmitPod; a pod admission
-// retries has passed already, and its sysctls cannot change. The kubelet
-// runs the eviction handler first, so a pod refused for both is Evicted
-// there and SysctlForbidden here.
-func (k *Kubelet) rejectForbiddenSysctls(ctx context.Context, pods []*v1.Pod) []*v1.Pod {
+// rejectLocally fails the pods sync itself refuses, and returns the others
+// in order:
+//   - with the kubelet's SysctlForbidden rejection, the pods setting a
+//     sysctl Options.Sysctls does not allow (the kubelet's sysctl admit
+//     handler, patternAllowlist.Admit);
+//   - with PodFeatureUnsupported, the pods needing a node-declared feature
+//     the node does not declare (declaredFeaturesAdmitHandler).
+//
+// Sync applies these rather than the Admitter: they guard what sync hands
+// the runtime, so they hold whichever admitter runs, AlwaysAdmit included,
+// and when admission is down under policy Ignore. Every new pod passes here
+// before canAdmitPod; a pod admission retries has passed already, and
+// neither its sysctls nor its spec's feature needs can change. The kubelet
+// runs the eviction handler before the sysctl one and the predicate handler
+// before the declared-features one, so a pod refused for both is Evicted,
+// or OutOf<resource>, there and refused here.
+func (k *Kubelet) rejectLocally(ctx context.Context, pods []*v1.Pod) []*v1.Pod {
 	allowed := make([]*v1.Pod, 0, len(pods))
 	for _, pod := range pods {
 		if err := k.opts.Sysctls.Validate(pod); err != nil {
 			k.rejectPod(ctx, pod, sysctl.ForbiddenReason, err.Error())
+			continue
+		}
+		if ok, message := nodefeatures.Admit(pod); !ok {
+			k.rejectPod(ctx, pod, nodefeatures.UnsupportedReason, message)
 			continue
 		}
 		allowed = append(allowed, pod)

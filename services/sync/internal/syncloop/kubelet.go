@@ -120,7 +120,7 @@ type Options struct {
 	KeptStatus func(types.UID) (v1.PodStatus, bool)
 	// Sysctls are the sysctls pods may set (the safe ones and the
 	// operator's --allowed-unsafe-sysctls); sync refuses every other new
-	// pod before asking the Admitter (rejectForbiddenSysctls). Nil allows
+	// pod before asking the Admitter (rejectLocally). Nil allows
 	// the safe sysctls of the running kernel.
 	Sysctls *sysctl.Allowlist
 	// Admitter decides on new pods; nil admits all.

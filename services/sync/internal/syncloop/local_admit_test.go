@@ -7,6 +7,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 
+	"github.com/splitlet/splitlet/services/sync/internal/nodefeatures"
 	"github.com/splitlet/splitlet/services/sync/internal/sysctl"
 )
 
@@ -23,7 +24,7 @@ func withSysctls(name string, minute int, sysctls ...string) *v1.Pod {
 // Sync refuses a pod setting a sysctl the node does not allow before any
 // admitter is asked, whatever the admitter and its failure policy, as the
 // kubelet's sysctl admit handler.
-func TestForbiddenSysctlsAreRejectedBySync(t *testing.T) {
+func TestPodsSyncRefusesItself(t *testing.T) {
 	unavailable := fmt.Errorf("%w: connection refused", ErrAdmissionUnavailable)
 	for _, tc := range []struct {
 		desc string
@@ -36,6 +37,8 @@ func TestForbiddenSysctlsAreRejectedBySync(t *testing.T) {
 		pods          []*v1.Pod
 		wantStarted   []string
 		wantRejected  map[string]string // pod: status message
+		// wantReason is the refused pods' reason; "" means SysctlForbidden.
+		wantReason string
 		// wantAsked are the admitter's calls; "" for none.
 		wantAsked string
 	}{
@@ -77,6 +80,32 @@ func TestForbiddenSysctlsAreRejectedBySync(t *testing.T) {
 			wantRejected: map[string]string{
 				"hostnet": `Pod was rejected: forbidden sysctl: "net.ipv4.ip_local_port_range" not allowed with host Net enabled`,
 			},
+		},
+		{
+			desc: "a pod needing a feature the node does not declare",
+			pods: []*v1.Pod{func() *v1.Pod {
+				p := testPod("userns-hostnet", 1)
+				p.Spec.HostNetwork, p.Spec.HostUsers = true, new(false)
+				return p
+			}()},
+			wantReason: nodefeatures.UnsupportedReason,
+			wantRejected: map[string]string{
+				"userns-hostnet": "Pod was rejected: Pod requires node features that are not available: UserNamespacesHostNetworkSupport",
+			},
+		},
+		{
+			desc: "a pod needing a declared feature is the admitter's to decide",
+			pods: []*v1.Pod{func() *v1.Pod {
+				p := testPod("restart-all", 1)
+				always := v1.ContainerRestartPolicyAlways
+				p.Spec.Containers[0].RestartPolicy = &always
+				p.Spec.Containers[0].RestartPolicyRules = []v1.ContainerRestartRule{{
+					Action:    v1.ContainerRestartRuleActionRestartAllContainers,
+					ExitCodes: &v1.ContainerRestartRuleOnExitCodes{Operator: v1.ContainerRestartRuleOnExitCodesOpIn, Values: []int32{42}},
+				}}
+				return p
+			}()},
+			wantStarted: []string{"restart-all"}, wantAsked: "[{restart-all []}]",
 		},
 		{
 			desc:  "a batch leaves the refused pod out; the others are judged without it",
@@ -132,9 +161,13 @@ func TestForbiddenSysctlsAreRejectedBySync(t *testing.T) {
 				if h.k.workers.IsKnown(uid) {
 					t.Errorf("refused pod %s has a worker", name)
 				}
+				reason := tc.wantReason
+				if reason == "" {
+					reason = sysctl.ForbiddenReason
+				}
 				s := h.status(t, uid)
-				if s.Phase != v1.PodFailed || s.Reason != sysctl.ForbiddenReason || s.Message != msg {
-					t.Errorf("pod %s status %s/%s/%q, want Failed/%s/%q", name, s.Phase, s.Reason, s.Message, sysctl.ForbiddenReason, msg)
+				if s.Phase != v1.PodFailed || s.Reason != reason || s.Message != msg {
+					t.Errorf("pod %s status %s/%s/%q, want Failed/%s/%q", name, s.Phase, s.Reason, s.Message, reason, msg)
 				}
 				if killed, _ := h.rt.state(uid); killed {
 					t.Errorf("the runtime was asked about refused pod %s", name)

@@ -1,0 +1,67 @@
+// Package nodefeatures is the node's declared features (the kubelet's
+// NodeDeclaredFeatures, beta and on by default in v1.36): what the Node
+// declares in status.declaredFeatures, and the admit check that refuses a
+// pod needing a feature the node does not declare. Both use the framework
+// the kubelet uses, k8s.io/component-helpers/nodedeclaredfeatures.
+package nodefeatures
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/version"
+	ndf "k8s.io/component-helpers/nodedeclaredfeatures"
+	"k8s.io/component-helpers/nodedeclaredfeatures/features/restartallcontainers"
+	ndftypes "k8s.io/component-helpers/nodedeclaredfeatures/types"
+)
+
+// implementedGates are the feature gates behind node-declared features
+// whose behaviour sync implements. A v1.36 kube-scheduler only places a
+// pod that needs such a feature on a Node that declares it, so sync
+// declares exactly these; the others (in-place resize, user namespaces,
+// DRA, ...) stay undeclared because sync does not do them.
+var implementedGates = ndftypes.FeatureGateMap{
+	restartallcontainers.RestartAllContainersOnContainerExits: true,
+}
+
+// kubeletVersion is the release sync tracks: a feature whose MaxVersion is
+// older is assumed everywhere and never required, as the kubelet's own
+// version decides in InferForPodScheduling.
+var kubeletVersion = version.MustParse("1.36.3")
+
+var (
+	framework = ndf.DefaultFramework
+	// declared is sorted, as DiscoverNodeFeatures returns it.
+	declared    = framework.DiscoverNodeFeatures(&ndftypes.NodeConfiguration{FeatureGates: implementedGates})
+	declaredSet = framework.MustMapSorted(declared)
+)
+
+// Declared is the Node's status.declaredFeatures (the kubelet's
+// discoverNodeDeclaredFeatures): sorted feature names.
+func Declared() []string { return slices.Clone(declared) }
+
+// UnsupportedReason is the kubelet's PodFeatureUnsupported rejection reason.
+const UnsupportedReason = "PodFeatureUnsupported"
+
+// Admit says whether the node declares every feature pod needs. A refusal
+// carries the kubelet's message. Matches the kubelet's
+// declaredFeaturesAdmitHandler.Admit.
+func Admit(pod *v1.Pod) (ok bool, message string) {
+	reqs, err := framework.InferForPodScheduling(&ndf.PodInfo{Spec: &pod.Spec, Status: &pod.Status}, kubeletVersion)
+	if err != nil {
+		return false, fmt.Sprintf("Failed to infer pod's feature requirements: %v", err)
+	}
+	if reqs.IsEmpty() {
+		return true, ""
+	}
+	match, err := framework.MatchNodeFeatureSet(reqs, declaredSet)
+	if err != nil {
+		return false, fmt.Sprintf("Failed to match pod's feature requirements against the node: %v", err)
+	}
+	if !match.IsMatch {
+		return false, "Pod requires node features that are not available: " + strings.Join(match.UnsatisfiedRequirements, ", ")
+	}
+	return true, ""
+}
