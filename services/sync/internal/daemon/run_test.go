@@ -1,9 +1,20 @@
 package daemon
 
 import (
+	"context"
+	"errors"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
+	"slices"
+	"strings"
+	"sync"
 	"testing"
+	"time"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -49,5 +60,133 @@ func TestPodCgroups(t *testing.T) {
 				t.Errorf("podCgroups(%q) enabled = %v, want %v", tc.root, got, tc.want)
 			}
 		})
+	}
+}
+
+// stages records, in order, the stages of a run that ended.
+type stages struct {
+	mu    sync.Mutex
+	ended []string
+}
+
+func (s *stages) end(name string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.ended = append(s.ended, name)
+}
+
+func (s *stages) list() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.ended)
+}
+
+type fakeNetwork struct{}
+
+func (fakeNetwork) Update(context.Context) {}
+
+type fakeSyncLoop struct {
+	s   *stages
+	err error
+}
+
+func (f fakeSyncLoop) Run(ctx context.Context) error {
+	<-ctx.Done()
+	f.s.end("sync loop")
+	return f.err
+}
+
+type fakeKeeper struct{ s *stages }
+
+func (f fakeKeeper) Run(ctx context.Context) {
+	<-ctx.Done()
+	f.s.end("status keeper")
+}
+
+// newTestDaemon is a daemon of fakes whose stages record their end in s,
+// serving one server on ln.
+func newTestDaemon(s *stages, ln net.Listener, loopErr error) *daemon {
+	return &daemon{
+		log:     zap.NewNop(),
+		servers: []httpServer{{name: "test", srv: newHTTPServer(http.NotFoundHandler()), ln: ln}},
+		background: []loop{{name: "source", run: func(ctx context.Context) {
+			<-ctx.Done()
+			// A slow source: the sync loop must still be running.
+			time.Sleep(10 * time.Millisecond)
+			s.end("source")
+		}}},
+		network: fakeNetwork{},
+		kubelet: fakeSyncLoop{s: s, err: loopErr},
+		keeper:  fakeKeeper{s: s},
+	}
+}
+
+// TestRunStopsInDependencyOrder: the sources stop before the sync loop,
+// the sync loop before the status keeper, whatever ended the run; the
+// first error is returned.
+func TestRunStopsInDependencyOrder(t *testing.T) {
+	errLoop := errors.New("sync loop failed")
+	for _, tc := range []struct {
+		desc string
+		// end ends the run: cancel is the context's, ln the server's
+		// listener.
+		end     func(cancel context.CancelFunc, ln net.Listener)
+		loopErr error
+		wantErr string
+	}{
+		{desc: "context ends", end: func(cancel context.CancelFunc, _ net.Listener) { cancel() }},
+		{desc: "server fails", end: func(_ context.CancelFunc, ln net.Listener) { ln.Close() }, wantErr: "test: "},
+		{desc: "sync loop error returned", end: func(cancel context.CancelFunc, _ net.Listener) { cancel() }, loopErr: errLoop, wantErr: errLoop.Error()},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer ln.Close()
+			var s stages
+			d := newTestDaemon(&s, ln, tc.loopErr)
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			ran := make(chan error, 1)
+			go func() { ran <- d.run(ctx) }()
+			tc.end(cancel, ln)
+			select {
+			case err = <-ran:
+			case <-time.After(10 * time.Second):
+				t.Fatal("run did not return")
+			}
+			if tc.wantErr == "" && err != nil || tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)) {
+				t.Errorf("run = %v, want an error containing %q", err, tc.wantErr)
+			}
+			if got, want := s.list(), []string{"source", "sync loop", "status keeper"}; !slices.Equal(got, want) {
+				t.Errorf("stopped %v, want %v", got, want)
+			}
+		})
+	}
+}
+
+// TestBackgroundWaitNamesStuckLoop: a loop that ignores its context does
+// not hold the wait past its deadline, and is named in the log; the loops
+// that ended are not.
+func TestBackgroundWaitNamesStuckLoop(t *testing.T) {
+	release := make(chan struct{})
+	defer close(release)
+	ctx, cancel := context.WithCancel(context.Background())
+	bg := startBackground(ctx, []loop{
+		{name: "stuck", run: func(context.Context) { <-release }},
+		{name: "prompt", run: func(ctx context.Context) { <-ctx.Done() }},
+	})
+	cancel()
+	core, logs := observer.New(zap.WarnLevel)
+	deadline, done := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer done()
+	bg.wait(deadline, zap.New(core))
+	entries := logs.All()
+	if len(entries) != 1 {
+		t.Fatalf("logged %d warnings, want 1", len(entries))
+	}
+	if got := entries[0].ContextMap()["loops"]; !reflect.DeepEqual(got, []any{"stuck"}) {
+		t.Errorf("named loops %v, want [stuck]", got)
 	}
 }
