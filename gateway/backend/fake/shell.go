@@ -33,10 +33,20 @@ const shellPrompt = "/ # "
 // client as the NonZeroExitCode status, as it does for containerd's. stdout
 // and stderr are closed when the command ends, as containerd's exec I/O
 // closes them, so the client reads their end before the status.
-func (s streams) Exec(_ context.Context, containerID string, cmd []string, in io.Reader, out, errw io.WriteCloser, tty bool, _ <-chan remotecommand.TerminalSize) error {
+//
+// When the container leaves RUNNING (it exits, is stopped or removed) while
+// the command still runs, the command ends with exit code 137: runc's
+// container is a PID namespace, and the kernel SIGKILLs what is left in it
+// when its init dies. When the client goes away or the runtime closes, the
+// command ends too.
+func (s streams) Exec(ctx context.Context, containerID string, cmd []string, in io.Reader, out, errw io.WriteCloser, tty bool, _ <-chan remotecommand.TerminalSize) error {
 	defer closeStreams(out, errw)
 	s.r.mu.RLock()
-	_, err := s.r.runningContainerLocked(containerID)
+	c, err := s.r.runningContainerLocked(containerID)
+	var exited <-chan struct{}
+	if err == nil {
+		exited = c.exited
+	}
 	s.r.mu.RUnlock()
 	if err != nil {
 		return fmt.Errorf("failed to exec in container: %w", err)
@@ -45,23 +55,40 @@ func (s streams) Exec(_ context.Context, containerID string, cmd []string, in io
 		return nil // Runtime.Exec refuses it; nothing to run
 	}
 	con := newConsole(out, errw, tty)
+	// The command runs on its own goroutine so that the container's end can
+	// cut it short while it waits for stdin; it then stops at its next read
+	// or write, which fail once the server closes the connection.
+	done := make(chan int32, 1)
+	go func() { done <- runCommand(cmd, in, con) }()
 	var code int32
-	switch name := path.Base(cmd[0]); {
-	case in != nil && isShell(name) && !slices.Contains(cmd[1:], "-c"):
-		code = runShell(name, in, con)
-	case in != nil && name == "cat" && len(cmd) == 1:
-		_, _ = io.Copy(con.stdout, in) // ends when the client closes stdin or goes away
-	default:
-		stdout, stderr, c := interpret(cmd, 0)
-		con.print(con.stdout, stdout)
-		con.print(con.stderr, stderr)
-		code = c
+	select {
+	case code = <-done:
+	case <-exited:
+		code = exitSIGKILL
+	case <-ctx.Done():
+		return fmt.Errorf("exec in container %q: %w", containerID, ctx.Err())
 	}
 	if code != 0 {
 		// containerd's execInternal words it so.
 		return utilexec.CodeExitError{Err: fmt.Errorf("error executing command %v, exit code %d", cmd, code), Code: int(code)}
 	}
 	return nil
+}
+
+// runCommand runs one exec's command and returns its exit code.
+func runCommand(cmd []string, in io.Reader, con *console) int32 {
+	switch name := path.Base(cmd[0]); {
+	case in != nil && isShell(name) && !slices.Contains(cmd[1:], "-c"):
+		return runShell(name, in, con)
+	case in != nil && name == "cat" && len(cmd) == 1:
+		_, _ = io.Copy(con.stdout, in) // ends when the client closes stdin or goes away
+		return 0
+	default:
+		stdout, stderr, code := interpret(cmd, 0)
+		con.print(con.stdout, stdout)
+		con.print(con.stderr, stderr)
+		return code
+	}
 }
 
 func isShell(name string) bool { return name == "sh" || name == "bash" || name == "ash" }

@@ -231,6 +231,58 @@ func TestExecStreamContainerStoppedBeforeConnect(t *testing.T) {
 	}
 }
 
+// TestExecStreamEndsWithContainer: a shell waiting for input is killed
+// with the container, as the kernel kills a PID namespace's processes.
+func TestExecStreamEndsWithContainer(t *testing.T) {
+	tests := []struct {
+		desc string
+		end  func(r *Runtime, sb, id string) error
+	}{
+		{desc: "container stopped", end: func(r *Runtime, _, id string) error {
+			_, err := r.StopContainer(context.Background(), &runtimeapi.StopContainerRequest{ContainerId: id, Timeout: 10})
+			return err
+		}},
+		{desc: "sandbox removed", end: func(r *Runtime, sb, _ string) error {
+			_, err := r.RemovePodSandbox(context.Background(), &runtimeapi.RemovePodSandboxRequest{PodSandboxId: sb})
+			return err
+		}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.desc, func(t *testing.T) {
+			r := newTestRuntime(t, Options{})
+			sb, id := runContainer(t, r, "p", "")
+			resp, err := r.Exec(context.Background(), &runtimeapi.ExecRequest{ContainerId: id, Cmd: []string{"sh"}, Stdin: true, Stdout: true, Stderr: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			stdinR, stdinW := io.Pipe()
+			defer stdinW.Close()
+			var stdout, stderr safeBuffer
+			done, ctx := make(chan error, 1), clientCtx(t)
+			go func() {
+				done <- stream(ctx, t, resp.Url, remotecommand.StreamOptions{Stdin: stdinR, Stdout: &stdout, Stderr: &stderr})
+			}()
+			if _, err := io.WriteString(stdinW, "echo ready\n"); err != nil {
+				t.Fatal(err)
+			}
+			if !waitFor(func() bool { return stdout.String() == "ready\n" }) {
+				t.Fatalf("shell printed %q", stdout.String())
+			}
+			if err := tc.end(r, sb, id); err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case err := <-done:
+				if exitStatus(err) != 137 {
+					t.Fatalf("exec ended with %v, want exit status 137", err)
+				}
+			case <-time.After(streamTimeout / 2):
+				t.Fatal("the shell outlived its container")
+			}
+		})
+	}
+}
+
 func TestAttachStream(t *testing.T) {
 	tests := []struct {
 		desc string
