@@ -31,10 +31,13 @@ func (r *Runtime) Attach(ctx context.Context, req *runtimeapi.AttachRequest) (*r
 
 // Attach attaches the client to the container for the streaming server. The
 // container behaves as if it ran `cat`: what the client writes to its stdin
-// comes back on stdout. The session ends when the client closes stdin, when
-// the container leaves RUNNING (it exits, is stopped or removed: its exited
-// channel closes), or when the client goes away or the runtime closes (ctx).
-// Without stdin only the last two end it.
+// comes back on stdout. The session ends when the client closes stdin or
+// goes away (stdin fails), when the container leaves RUNNING (it exits, is
+// stopped or removed: its exited channel closes), or when the runtime
+// closes (ctx). Without stdin only the last two end it: a client that goes
+// away is not noticed before, as containerd notices it only when a silent
+// container next writes (the server's ctx is not cancelled once the
+// connection is hijacked).
 func (s streams) Attach(ctx context.Context, containerID string, in io.Reader, out, errw io.WriteCloser, _ bool, _ <-chan remotecommand.TerminalSize) error {
 	defer closeStreams(out, errw)
 	s.r.mu.RLock()

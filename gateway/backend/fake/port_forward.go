@@ -45,7 +45,9 @@ func (r *Runtime) readySandboxLocked(id string) (*sandbox, error) {
 // PortForward connects one forwarded connection to a port of the sandbox
 // for the streaming server. The fake has no network namespace: every port
 // of a READY sandbox is an echo server, which sends back everything the
-// client sends and closes its side when the client has closed its own.
+// client sends and closes its side when the client has closed its own. A
+// connection open when the sandbox stops goes on echoing; it ends with the
+// client, or with the runtime's Close.
 func (s streams) PortForward(_ context.Context, sandboxID string, port int32, stream io.ReadWriteCloser) error {
 	defer stream.Close()
 	s.r.mu.RLock()
