@@ -93,7 +93,9 @@ type Options struct {
 	EventBuffer int
 	// StreamingAddr is the host:port the streaming server for Exec, Attach
 	// and PortForward listens on (default DefaultStreamingAddr, a free
-	// loopback port). It starts on the first of those calls.
+	// loopback port). It starts on the first of those calls. Its URLs name
+	// the address it listens on, so give a routable one, not a wildcard,
+	// for clients on other hosts.
 	StreamingAddr string
 }
 
