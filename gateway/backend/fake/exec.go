@@ -31,14 +31,10 @@ func (r *Runtime) ExecSync(ctx context.Context, req *runtimeapi.ExecSyncRequest)
 		return nil, fmt.Errorf("failed to exec in container: empty command: %w", errdefs.ErrInvalidArgument)
 	}
 	r.mu.Lock()
-	c, err := r.st.container(req.GetContainerId())
+	c, err := r.runningContainerLocked(req.GetContainerId())
 	if err != nil {
 		r.mu.Unlock()
-		return nil, fmt.Errorf("failed to exec in container: failed to find container %q in store: %w", req.GetContainerId(), err)
-	}
-	if c.state != runtimeapi.ContainerState_CONTAINER_RUNNING {
-		r.mu.Unlock()
-		return nil, fmt.Errorf("failed to exec in container: container is in %s state: %w", c.state, errdefs.ErrFailedPrecondition)
+		return nil, fmt.Errorf("failed to exec in container: %w", err)
 	}
 	c.execCalls++
 	fail := c.beh.execFail == execFailAlways || c.execCalls <= c.beh.execFail
@@ -49,6 +45,46 @@ func (r *Runtime) ExecSync(ctx context.Context, req *runtimeapi.ExecSyncRequest)
 	}
 	stdout, stderr, code := interpret(req.GetCmd(), 0)
 	return &runtimeapi.ExecSyncResponse{Stdout: []byte(stdout), Stderr: []byte(stderr), ExitCode: code}, nil
+}
+
+// Exec checks what ExecSync checks and returns the streaming server's
+// one-time URL for the command; the command runs when the client connects
+// (streams.Exec in shell.go). Unlike ExecSync, it ignores exec-fail: that
+// scripts probes, which use ExecSync. The streaming server's own request
+// checks (tty with stderr, no stream at all) are gRPC InvalidArgument
+// statuses, as containerd returns them from the same library.
+func (r *Runtime) Exec(ctx context.Context, req *runtimeapi.ExecRequest) (*runtimeapi.ExecResponse, error) {
+	if err := r.inject(ctx, "Exec"); err != nil {
+		return nil, err
+	}
+	if len(req.GetCmd()) == 0 {
+		return nil, fmt.Errorf("failed to exec in container: empty command: %w", errdefs.ErrInvalidArgument)
+	}
+	r.mu.RLock()
+	_, err := r.runningContainerLocked(req.GetContainerId())
+	r.mu.RUnlock()
+	if err != nil {
+		return nil, fmt.Errorf("failed to exec in container: %w", err)
+	}
+	server, err := r.streaming.get()
+	if err != nil {
+		return nil, err
+	}
+	return server.GetExec(req)
+}
+
+// runningContainerLocked finds a container to exec in or attach to: as
+// containerd, one that is not RUNNING is FailedPrecondition ("container is
+// in CONTAINER_EXITED state"). The caller holds r.mu.
+func (r *Runtime) runningContainerLocked(id string) (*container, error) {
+	c, err := r.st.container(id)
+	if err != nil {
+		return nil, fmt.Errorf("failed to find container %q in store: %w", id, err)
+	}
+	if c.state != runtimeapi.ContainerState_CONTAINER_RUNNING {
+		return nil, fmt.Errorf("container is in %s state: %w", c.state, errdefs.ErrFailedPrecondition)
+	}
+	return c, nil
 }
 
 // interpret runs the tiny command language ExecSync understands.
@@ -134,28 +170,4 @@ func shellWords(s string) ([]string, bool) {
 		words = append(words, cur.String())
 	}
 	return words, true
-}
-
-// Exec is not implemented: the fake has no streaming server to serve it.
-func (r *Runtime) Exec(ctx context.Context, _ *runtimeapi.ExecRequest) (*runtimeapi.ExecResponse, error) {
-	if err := r.inject(ctx, "Exec"); err != nil {
-		return nil, err
-	}
-	return nil, fmt.Errorf("fake runtime: Exec needs a streaming server, use ExecSync: %w", errdefs.ErrNotImplemented)
-}
-
-// Attach is not implemented: the fake has no streaming server.
-func (r *Runtime) Attach(ctx context.Context, _ *runtimeapi.AttachRequest) (*runtimeapi.AttachResponse, error) {
-	if err := r.inject(ctx, "Attach"); err != nil {
-		return nil, err
-	}
-	return nil, fmt.Errorf("fake runtime: Attach needs a streaming server: %w", errdefs.ErrNotImplemented)
-}
-
-// PortForward is not implemented: the fake has no streaming server.
-func (r *Runtime) PortForward(ctx context.Context, _ *runtimeapi.PortForwardRequest) (*runtimeapi.PortForwardResponse, error) {
-	if err := r.inject(ctx, "PortForward"); err != nil {
-		return nil, err
-	}
-	return nil, fmt.Errorf("fake runtime: PortForward needs a streaming server: %w", errdefs.ErrNotImplemented)
 }

@@ -15,6 +15,14 @@
 // fail to start. The script travels with the pod, in annotations or an
 // environment variable, so a Pod manifest alone can script it.
 //
+// Exec, Attach and PortForward are served by the kubelet's own CRI
+// streaming server (k8s.io/cri-streaming), started on the first such call on
+// Options.StreamingAddr (loopback by default) and stopped by Close, so
+// kubectl exec -it, attach and port-forward can be tested without root. What
+// runs behind its URLs is scripted too: an interactive line shell for `sh`
+// with stdin, the ExecSync commands otherwise, `cat` for attach and an echo
+// server on every forwarded port (shell.go, attach.go, port_forward.go).
+//
 // Faults (latency and error rates per CRI method, failing pulls) are set at
 // run time through the FakeControlService, which *Runtime implements too.
 //
@@ -42,6 +50,7 @@ import (
 
 	"go.uber.org/zap"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	"k8s.io/cri-streaming/pkg/streaming"
 
 	"github.com/splitlet/splitlet/gateway/backend"
 	gatewayv1 "github.com/splitlet/splitlet/proto/splitlet/gateway/v1"
@@ -82,6 +91,12 @@ type Options struct {
 	// EventBuffer is the number of container events buffered per
 	// GetContainerEvents subscriber before it is dropped (default 1024).
 	EventBuffer int
+	// StreamingAddr is the host:port the streaming server for Exec, Attach
+	// and PortForward listens on (default DefaultStreamingAddr, a free
+	// loopback port). It starts on the first of those calls. Its URLs name
+	// the address it listens on, so give a routable one, not a wildcard,
+	// for clients on other hosts.
+	StreamingAddr string
 }
 
 // Runtime is the in-memory CRI runtime. It implements backend.Runtime and
@@ -104,8 +119,9 @@ type Runtime struct {
 	mu sync.RWMutex
 	st *store
 
-	events *broker
-	faults *faults
+	events    *broker
+	faults    *faults
+	streaming *streamServer
 
 	closeOnce sync.Once
 }
@@ -115,7 +131,13 @@ var (
 	_ runtimeapi.RuntimeServiceServer    = (*Runtime)(nil)
 	_ runtimeapi.ImageServiceServer      = (*Runtime)(nil)
 	_ gatewayv1.FakeControlServiceServer = (*Runtime)(nil)
+	_ streaming.Runtime                  = streams{}
 )
+
+// streams is the runtime as the streaming server sees it: what runs behind
+// the URLs of Exec, Attach and PortForward (shell.go, attach.go,
+// port_forward.go).
+type streams struct{ r *Runtime }
 
 // New returns an empty runtime holding opts.Images.
 func New(opts Options) *Runtime {
@@ -153,6 +175,7 @@ func New(opts Options) *Runtime {
 		buf = 1024
 	}
 	r.events = newBroker(buf)
+	r.streaming = newStreamServer(opts.StreamingAddr, streams{r}, r.logger)
 	if err := r.Preload(opts.Images...); err != nil {
 		panic("fake.New: " + err.Error())
 	}
@@ -162,8 +185,9 @@ func New(opts Options) *Runtime {
 // Control returns the FakeControlService server (the runtime itself).
 func (r *Runtime) Control() gatewayv1.FakeControlServiceServer { return r }
 
-// Close stops every scripted-exit timer and ends every event subscription.
-// The state stays readable; Close is idempotent.
+// Close stops every scripted-exit timer, ends every event subscription and
+// stops the streaming server, ending its sessions; URLs handed out before no
+// longer connect. The state stays readable; Close is idempotent.
 func (r *Runtime) Close() error {
 	r.closeOnce.Do(func() {
 		r.mu.Lock()
@@ -172,6 +196,7 @@ func (r *Runtime) Close() error {
 		}
 		r.mu.Unlock()
 		r.events.close()
+		r.streaming.close()
 	})
 	return nil
 }

@@ -166,8 +166,8 @@ func TestRuntimeInfoRPCs(t *testing.T) {
 	if _, err := r.CheckpointContainer(ctx, &runtimeapi.CheckpointContainerRequest{}); !errdefs.IsNotImplemented(err) {
 		t.Fatalf("CheckpointContainer err = %v", err)
 	}
-	if _, err := r.Exec(ctx, &runtimeapi.ExecRequest{}); !errdefs.IsNotImplemented(err) {
-		t.Fatalf("Exec err = %v", err)
+	if _, err := r.Exec(ctx, &runtimeapi.ExecRequest{}); !errdefs.IsInvalidArgument(err) {
+		t.Fatalf("Exec without a command: err = %v", err)
 	}
 	if _, err := r.RunPodSandbox(ctx, &runtimeapi.RunPodSandboxRequest{Config: sandboxConfig("x"), RuntimeHandler: "kata"}); !errdefs.IsNotFound(err) {
 		t.Fatalf("unknown runtime handler err = %v", err)
