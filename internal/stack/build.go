@@ -15,10 +15,15 @@ var Packages = map[string]string{
 	SyncBinary:      "github.com/splitlet/splitlet/services/sync/cmd/splitlet-sync",
 }
 
-// Build compiles the stack's binaries into dir with the go toolchain of
-// PATH, from the workspace the caller runs in (go.work), and returns dir.
-// Tests call it from TestMain; `make build` serves the launcher command.
-func Build(ctx context.Context, dir string) (string, error) {
+// SplitctlPackage is splitctl's command, which tests driving the stack as
+// a user would add to Build.
+const SplitctlPackage = "github.com/splitlet/splitlet/splitctl/cmd/splitctl"
+
+// Build compiles the stack's binaries, and the extra packages, into dir
+// with the go toolchain of PATH, from the workspace the caller runs in
+// (go.work), and returns dir. Tests call it from TestMain; `make build`
+// serves the launcher command.
+func Build(ctx context.Context, dir string, extra ...string) (string, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", err
 	}
@@ -26,6 +31,7 @@ func Build(ctx context.Context, dir string) (string, error) {
 	for _, pkg := range Packages {
 		args = append(args, pkg)
 	}
+	args = append(args, extra...)
 	cmd := exec.CommandContext(ctx, "go", args...)
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := cmd.CombinedOutput(); err != nil {

@@ -1,10 +1,13 @@
 package test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -36,7 +39,8 @@ func runTests(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(dir)
-	if _, err := launcher.Build(context.Background(), dir); err != nil {
+	// splitctl too: the exec tests stream through it, as a user does.
+	if _, err := launcher.Build(context.Background(), dir, launcher.SplitctlPackage); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
@@ -144,6 +148,22 @@ func startStack(t *testing.T, opts stackOptions) *stack {
 		client: st.PodService(),
 		cri:    st.CRI(),
 	}
+}
+
+// splitctl runs the splitctl binary against this stack's sync with stdin,
+// and returns its output and exit code.
+func (s *stack) splitctl(t *testing.T, stdin string, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	cmd := exec.Command(filepath.Join(binDir, "splitctl"), args...)
+	cmd.Env = append(os.Environ(), "SPLITLET_SERVER="+s.SyncAddr, "SPLITLET_TOKEN="+s.Token)
+	cmd.Stdin = strings.NewReader(stdin)
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	var exit *exec.ExitError
+	if err := cmd.Run(); err != nil && !errors.As(err, &exit) {
+		t.Fatalf("splitctl %s: %v", strings.Join(args, " "), err)
+	}
+	return out.String(), errOut.String(), cmd.ProcessState.ExitCode()
 }
 
 func (s *stack) manifestDir() string { return filepath.Join(s.dir, "manifests") }

@@ -7,6 +7,9 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -91,11 +94,24 @@ func TestPodRuns(t *testing.T) {
 		t.Errorf("ExecSync = %q exit %d, want \"hi\\n\" exit 0", execResp.Msg.GetStdout(), execResp.Msg.GetExitCode())
 	}
 
-	// The fake runtime has no streaming server: its Unimplemented comes
-	// through with its code.
-	_, err = s.client.Exec(ctx, connect.NewRequest(&podv1.ExecRequest{Namespace: "default", Name: "web", Command: []string{"sh"}}))
-	if connect.CodeOf(err) != connect.CodeUnimplemented {
-		t.Errorf("Exec error = %v, want the runtime's Unimplemented", err)
+	// An interactive exec streams through the gateway's streaming proxy
+	// into the fake runtime's shell, and its exit code comes back.
+	stdout, stderr, code := s.splitctl(t, "echo hi\nexit 3\n", "exec", "-i", "web", "--", "sh")
+	if code != 3 || stdout != "hi\n" {
+		t.Errorf("splitctl exec -i web -- sh: exit %d, stdout %q, stderr %q; want exit 3 and \"hi\\n\"", code, stdout, stderr)
+	}
+	// -t needs a terminal on splitctl's stdin: script(1) gives it one, and
+	// the fake's shell then prompts and echoes as busybox sh does.
+	if script, err := exec.LookPath("script"); err != nil {
+		t.Log("no script(1) to give splitctl a terminal: exec -it not tried")
+	} else {
+		cmd := exec.Command(script, "-qec", filepath.Join(binDir, "splitctl")+" exec -it web -- sh", "/dev/null")
+		cmd.Env = append(os.Environ(), "SPLITLET_SERVER="+s.SyncAddr, "SPLITLET_TOKEN="+s.Token)
+		cmd.Stdin = strings.NewReader("echo tty-ok\nexit 4\n")
+		out, _ := cmd.CombinedOutput()
+		if code := cmd.ProcessState.ExitCode(); code != 4 || !strings.Contains(string(out), "/ # ") || !strings.Contains(string(out), "tty-ok") {
+			t.Errorf("splitctl exec -it web -- sh: exit %d, output %q; want the prompt, tty-ok and exit 4", code, out)
+		}
 	}
 
 	// curl's view: Connect JSON over plain HTTP/1.1.
