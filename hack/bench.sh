@@ -45,6 +45,10 @@ elif [ "${BENCH_CONTAINERD:-1}" != 0 ]; then
   SPLITLET_CONTAINERD_ENDPOINT="unix://$CONTAINERD_SOCK" \
     run go test -run '^$' -bench Containerd -benchtime 5000x -count "$count" ./bench/
 
+  echo "== streams through the gateway's proxy vs straight to containerd's streaming server (and the fake's)"
+  SPLITLET_CONTAINERD_ENDPOINT="unix://$CONTAINERD_SOCK" \
+    run go test -run '^$' -bench Streams -benchtime 200x -count "$count" ./bench/
+
   echo "== pod start on containerd: ${BENCH_CONTAINERD_N:-20} busybox pods through splitlet vs direct CRI calls"
   (cd "$root" && make build >/dev/null)
   ctr_out=${BENCH_CONTAINERD_OUT:-$root/_out/bench/containerd.json}

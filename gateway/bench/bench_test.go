@@ -109,7 +109,8 @@ func plainServer(b *testing.B, rt backend.Runtime) client {
 }
 
 // gatewayServer serves rt through the gateway with its production defaults:
-// default deadline, default policy, metrics (registry only, no HTTP).
+// default deadline, default policy, metrics (registry only, no HTTP), the
+// streaming proxy on a loopback port.
 func gatewayServer(b *testing.B, rt backend.Runtime) client {
 	b.Helper()
 	path := socketPath(b)
@@ -117,6 +118,7 @@ func gatewayServer(b *testing.B, rt backend.Runtime) client {
 		SocketPath:     path,
 		DefaultTimeout: server.DefaultRequestTimeout,
 		Policy:         policy.DefaultConfig(),
+		StreamingAddr:  "127.0.0.1:0",
 	}, rt)
 	if err != nil {
 		b.Fatal(err)

@@ -23,13 +23,11 @@ package streamproxy
 import (
 	"context"
 	"crypto/rand"
-	"crypto/tls"
 	"encoding/base64"
 	"errors"
 	"fmt"
 	"net"
 	"net/http"
-	"net/http/httputil"
 	"net/url"
 	"sync"
 	"time"
@@ -86,7 +84,6 @@ type Proxy struct {
 	opts    Options
 	base    *url.URL
 	srv     *http.Server
-	reverse *httputil.ReverseProxy
 	metrics *metrics
 
 	mu     sync.Mutex
@@ -98,10 +95,6 @@ type entry struct {
 	target  *url.URL
 	expires time.Time
 }
-
-// targetKey carries a request's runtime URL from ServeHTTP to the reverse
-// proxy's Rewrite.
-type targetKey struct{}
 
 // New builds a proxy on opts.Listener.
 func New(opts Options) (*Proxy, error) {
@@ -132,24 +125,6 @@ func New(opts Options) (*Proxy, error) {
 		return nil, fmt.Errorf("streaming base URL %q: want http://host:port: %w", raw, errdefs.ErrInvalidArgument)
 	}
 	p := &Proxy{opts: opts, base: base, tokens: map[string]*entry{}, metrics: newMetrics(opts.Registerer)}
-	p.reverse = &httputil.ReverseProxy{
-		Rewrite: func(pr *httputil.ProxyRequest) {
-			target := pr.In.Context().Value(targetKey{}).(*url.URL)
-			out := *target
-			if out.RawQuery == "" {
-				// containerd puts nothing in the query; a client's (a
-				// WebSocket port-forward's ports) goes through.
-				out.RawQuery = pr.In.URL.RawQuery
-			}
-			pr.Out.URL = &out
-			pr.Out.Host = ""
-		},
-		Transport: runtimeTransport(),
-		// Flush at once: a non-upgraded response may stream.
-		FlushInterval: -1,
-		ErrorHandler:  p.upstreamError,
-		ErrorLog:      zap.NewStdLog(opts.Logger),
-	}
 	mux := http.NewServeMux()
 	for _, k := range []Kind{Exec, Attach, PortForward} {
 		mux.HandleFunc("/"+string(k)+"/{token}", func(w http.ResponseWriter, r *http.Request) { p.serve(k, w, r) })
@@ -160,20 +135,6 @@ func New(opts Options) (*Proxy, error) {
 		BaseContext:       func(net.Listener) context.Context { return opts.BaseContext },
 	}
 	return p, nil
-}
-
-// runtimeTransport dials the runtime's streaming server. No proxy from the
-// environment: the runtime is on this node. A runtime serving TLS streams
-// (containerd's enable_tls_streaming) presents a self-signed certificate
-// nothing can verify, and crictl, the kubelet's redirect and this proxy
-// accept it alike; the URL's token is what is secret.
-func runtimeTransport() *http.Transport {
-	return &http.Transport{
-		DialContext:           (&net.Dialer{Timeout: 10 * time.Second}).DialContext,
-		TLSClientConfig:       &tls.Config{InsecureSkipVerify: true}, //nolint:gosec // see above
-		ResponseHeaderTimeout: 30 * time.Second,
-		MaxIdleConnsPerHost:   -1, // every stream is its own connection
-	}
 }
 
 // Serve serves until Shutdown; it returns nil after a shutdown.
@@ -259,10 +220,13 @@ func (p *Proxy) serve(kind Kind, w http.ResponseWriter, r *http.Request) {
 	active.Inc()
 	defer active.Dec()
 	start := p.opts.Now()
-	rec := &statusRecorder{ResponseWriter: w}
-	p.reverse.ServeHTTP(rec, r.WithContext(context.WithValue(r.Context(), targetKey{}, e.target)))
+	status, err := p.forward(w, r, e.target)
+	if err != nil {
+		p.upstreamError(w, r, err)
+		status = http.StatusBadGateway
+	}
 	result := "proxied"
-	if rec.status >= http.StatusBadRequest {
+	if status != http.StatusSwitchingProtocols && status >= http.StatusBadRequest {
 		result = "error"
 	}
 	p.metrics.streams.WithLabelValues(string(kind), result).Inc()
@@ -284,20 +248,3 @@ func newToken() (string, error) {
 	}
 	return base64.RawURLEncoding.EncodeToString(b), nil
 }
-
-// statusRecorder keeps the status the reverse proxy wrote, for the metric.
-// It passes Hijack through untouched (by Unwrap, which
-// http.ResponseController and the reverse proxy's upgrade use).
-type statusRecorder struct {
-	http.ResponseWriter
-	status int
-}
-
-func (s *statusRecorder) WriteHeader(code int) {
-	if s.status == 0 {
-		s.status = code
-	}
-	s.ResponseWriter.WriteHeader(code)
-}
-
-func (s *statusRecorder) Unwrap() http.ResponseWriter { return s.ResponseWriter }
