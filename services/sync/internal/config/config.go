@@ -24,6 +24,7 @@ import (
 	"github.com/splitlet/splitlet/internal/apiauth"
 	"github.com/splitlet/splitlet/internal/criclient"
 	"github.com/splitlet/splitlet/internal/tracing"
+	"github.com/splitlet/splitlet/services/sync/internal/imagegc"
 	"github.com/splitlet/splitlet/services/sync/internal/sysctl"
 )
 
@@ -92,6 +93,10 @@ type Config struct {
 	// (the kubelet's fixed ContainerGCPeriod, 1 min; hidden flag, for
 	// tests).
 	ContainerGCPeriod time.Duration
+	// ImageGC is the image garbage collector's policy (the kubelet's
+	// imageGCHighThresholdPercent, imageGCLowThresholdPercent,
+	// imageMinimumGCAge and imageMaximumGCAge).
+	ImageGC imagegc.Policy
 	// Admission is how splitlet-admission is reached (Endpoint, and the
 	// credential it asks for); an empty Endpoint admits every pod without
 	// asking (and evicts nothing).
@@ -218,6 +223,15 @@ func Parse(args []string, output io.Writer) (Config, error) {
 	fs.DurationVar(&cfg.BackOffBase, "crashloop-backoff-base", DefaultBackOffBase, "first crash-loop and image-pull back-off delay")
 	fs.DurationVar(&cfg.BackOffMax, "crashloop-backoff-max", 0, "longest back-off delay; 0 means the kubelet's 5 min")
 	fs.DurationVar(&cfg.ContainerGCPeriod, "container-gc-period", DefaultContainerGCPeriod, "period of dead-container garbage collection")
+	cfg.ImageGC = imagegc.DefaultPolicy
+	fs.IntVar(&cfg.ImageGC.HighThresholdPercent, "image-gc-high-threshold", cfg.ImageGC.HighThresholdPercent,
+		"image filesystem usage percent at or above which unused images are removed, least recently used first (the kubelet's); 100 turns that off")
+	fs.IntVar(&cfg.ImageGC.LowThresholdPercent, "image-gc-low-threshold", cfg.ImageGC.LowThresholdPercent,
+		"usage percent image garbage collection frees down to (the kubelet's)")
+	fs.DurationVar(&cfg.ImageGC.MinAge, "image-minimum-gc-age", cfg.ImageGC.MinAge,
+		"how long an unused image is kept at least, since sync first saw it (the kubelet's)")
+	fs.DurationVar(&cfg.ImageGC.MaxAge, "image-maximum-gc-age", cfg.ImageGC.MaxAge,
+		"remove images unused for longer than this, whatever the usage; 0 never does (the kubelet's)")
 	fs.StringVar(&cfg.Admission.Endpoint, "admission-endpoint", "", "splitlet-admission's AdmissionService: unix:///path, host:port or https://host:port; empty admits every pod without asking and evicts nothing")
 	fs.StringVar(&cfg.Admission.TokenFile, "admission-token-file", "", "file whose first line is the bearer token sent to --admission-endpoint (admission's --listen-token-file)")
 	fs.StringVar(&cfg.Admission.CAFile, "admission-ca-file", "", "PEM CA bundle verifying an https --admission-endpoint")
@@ -310,6 +324,9 @@ func Parse(args []string, output io.Writer) (Config, error) {
 		if d <= 0 {
 			return Config{}, fmt.Errorf("--%s must be positive, got %s", name, d)
 		}
+	}
+	if err := cfg.ImageGC.Validate(); err != nil {
+		return Config{}, err
 	}
 	if err := errors.Join(cfg.Listen.Validate()...); err != nil {
 		return Config{}, err

@@ -21,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	"k8s.io/utils/ptr"
 
 	"github.com/splitlet/splitlet/internal/criclient"
 	"github.com/splitlet/splitlet/internal/logctx"
@@ -32,6 +33,7 @@ import (
 	"github.com/splitlet/splitlet/services/sync/internal/cm"
 	"github.com/splitlet/splitlet/services/sync/internal/config"
 	"github.com/splitlet/splitlet/services/sync/internal/events"
+	"github.com/splitlet/splitlet/services/sync/internal/imagegc"
 	"github.com/splitlet/splitlet/services/sync/internal/kuberuntime"
 	"github.com/splitlet/splitlet/services/sync/internal/podmanager"
 	"github.com/splitlet/splitlet/services/sync/internal/policycheck"
@@ -78,6 +80,9 @@ type builder struct {
 	network         *runtimestate.State
 	kubelet         *syncloop.Kubelet
 	api             *nodeAPI
+	// summary is the kubelet's stats provider: the node API serves it, the
+	// image garbage collector reads the image filesystem from it.
+	summary *stats.Provider
 }
 
 // build constructs every part of splitlet-sync, in the order of the
@@ -96,6 +101,7 @@ func build(ctx context.Context, cfg config.Config) (_ *daemon, retErr error) {
 		b.buildSources,
 		b.buildRuntimeManager,
 		b.buildSyncLoop,
+		b.buildStats,
 		b.buildNodeAPI,
 		b.buildBackground,
 		b.buildServers,
@@ -292,6 +298,33 @@ func (b *builder) buildSyncLoop(ctx context.Context) error {
 	return nil
 }
 
+// buildStats makes the kubelet's stats provider and its image garbage
+// collector, which frees the image filesystem it reports on.
+func (b *builder) buildStats(context.Context) error {
+	cfg := b.cfg
+	b.summary = stats.New(stats.Options{
+		NodeName: cfg.NodeName, Runtime: b.rt, Images: b.images,
+		Host:    stats.Host{CgroupRoot: cfg.CgroupRoot},
+		RootDir: cfg.StateDir, PodLogsRoot: cfg.PodLogsRoot, PodsDir: podsDir(cfg),
+		PodCgroupRoot: "/kubepods", // kuberuntime.CgroupfsPodCgroupParent's root
+	})
+	gc, err := imagegc.New(imagegc.Options{
+		Policy: cfg.ImageGC, Runtime: b.rt, Images: b.images, Registerer: b.reg,
+		FsUsage: func(ctx context.Context) (int64, int64, error) {
+			fs, err := b.summary.ImageFsStats(ctx)
+			if err != nil {
+				return 0, 0, err
+			}
+			return int64(ptr.Deref(fs.CapacityBytes, 0)), int64(ptr.Deref(fs.AvailableBytes, 0)), nil
+		},
+	})
+	if err != nil {
+		return err
+	}
+	b.d.background = append(b.d.background, loop{"image garbage collection", gc.Run})
+	return nil
+}
+
 // buildNodeAPI makes the kubelet's node API, with --node-api-addr, and
 // binds its listener: the node API listens before the Node is registered,
 // which carries its port.
@@ -302,12 +335,7 @@ func (b *builder) buildNodeAPI(ctx context.Context) error {
 	}
 	// The kubelet's stats: /stats/summary and /metrics/resource, with
 	// CPU sampled every 10 s for runtimes that give no rate.
-	summary := stats.New(stats.Options{
-		NodeName: cfg.NodeName, Runtime: b.rt, Images: b.images,
-		Host:    stats.Host{CgroupRoot: cfg.CgroupRoot},
-		RootDir: cfg.StateDir, PodLogsRoot: cfg.PodLogsRoot, PodsDir: podsDir(cfg),
-		PodCgroupRoot: "/kubepods", // kuberuntime.CgroupfsPodCgroupParent's root
-	})
+	summary := b.summary
 	api, err := newNodeAPI(ctx, cfg, b.kubeClient, b.pods, b.rt, summary, b.reg, b.probeReg)
 	if err != nil {
 		return err

@@ -156,7 +156,7 @@ func (p *Provider) Get(ctx context.Context, updateStats bool) (*statsapi.Summary
 		Fs:               fs,
 		SystemContainers: p.systemContainers(ctx, updateStats),
 	}
-	if imageFs, err := p.imageFsStats(ctx); err != nil {
+	if imageFs, err := p.ImageFsStats(ctx); err != nil {
 		logctx.From(ctx).Debug("image filesystem stats unavailable", zap.Error(err))
 	} else {
 		node.Runtime = &statsapi.RuntimeStats{ImageFs: imageFs, ContainerFs: imageFs}
@@ -202,11 +202,11 @@ func nonNil(pods []statsapi.PodStats) []statsapi.PodStats {
 	return pods
 }
 
-// imageFsStats is the runtime's first image filesystem, with the capacity
+// ImageFsStats is the runtime's first image filesystem, with the capacity
 // of the filesystem it names when this node can see it. Matches the
 // kubelet's criStatsProvider.ImageFsStats (the container filesystem is the
-// same one).
-func (p *Provider) imageFsStats(ctx context.Context) (*statsapi.FsStats, error) {
+// same one); the image garbage collector reads it too.
+func (p *Provider) ImageFsStats(ctx context.Context) (*statsapi.FsStats, error) {
 	if p.opts.Images == nil {
 		return nil, fmt.Errorf("no image service")
 	}
