@@ -89,7 +89,7 @@ type builder struct {
 // package comment, and starts none of them. On an error it releases what
 // it opened: the CRI connection, the store and the listeners.
 func build(ctx context.Context, cfg config.Config) (_ *daemon, retErr error) {
-	b := &builder{cfg: cfg, log: logctx.From(ctx), d: &daemon{log: logctx.From(ctx)}}
+	b := &builder{cfg: cfg, log: logctx.From(ctx), d: &daemon{log: logctx.From(ctx), streams: make(chan struct{})}}
 	defer func() {
 		if retErr != nil {
 			_ = b.d.close()
@@ -429,7 +429,7 @@ func (b *builder) buildServers(context.Context) error {
 	cfg := b.cfg
 	mux := http.NewServeMux()
 	path, handler := server.NewHandler(server.New(b.apiSource, b.pods, b.recorder, b.rt),
-		connect.WithInterceptors(logInterceptor(b.log)),
+		connect.WithInterceptors(logInterceptor(b.log), endStreams(b.d.streams)),
 		// Clients are on the node (loopback by default): gzip would spend
 		// CPU on every Watch event to save nothing; big Lists still shrink.
 		connect.WithCompressMinBytes(compressMinBytes))
@@ -509,6 +509,37 @@ func logInterceptor(log *zap.Logger) connect.Interceptor {
 			return resp, err
 		}
 	})
+}
+
+// endStreams ends the PodService's streams (Watch, Logs with follow) when
+// done closes: http.Server.Shutdown waits for every request, and a
+// stream, which never ends by itself, would hold it for the whole
+// shutdown timeout. Unary calls are left to finish.
+func endStreams(done <-chan struct{}) connect.Interceptor {
+	return streamEnder(done)
+}
+
+type streamEnder <-chan struct{}
+
+func (e streamEnder) WrapUnary(next connect.UnaryFunc) connect.UnaryFunc { return next }
+
+func (e streamEnder) WrapStreamingClient(next connect.StreamingClientFunc) connect.StreamingClientFunc {
+	return next
+}
+
+func (e streamEnder) WrapStreamingHandler(next connect.StreamingHandlerFunc) connect.StreamingHandlerFunc {
+	return func(ctx context.Context, conn connect.StreamingHandlerConn) error {
+		ctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		go func() {
+			select {
+			case <-e:
+				cancel()
+			case <-ctx.Done():
+			}
+		}()
+		return next(ctx, conn)
+	}
 }
 
 // allowedSysctls are the sysctls pods may set: the safe ones of the running

@@ -56,7 +56,9 @@ func Run(ctx context.Context, cfg config.Config) error {
 type daemon struct {
 	log *zap.Logger
 
-	// What run starts, in the order it stops them.
+	// What run starts, in the order it stops them. streams closes when
+	// the stop begins, ending the PodService's streams (endStreams).
+	streams    chan struct{}
 	servers    []httpServer
 	background []loop
 	network    networkState
@@ -123,6 +125,7 @@ func (d *daemon) run(ctx context.Context) error {
 	<-gctx.Done()
 	shutdownCtx, done := context.WithTimeout(context.WithoutCancel(ctx), shutdownTimeout)
 	defer done()
+	close(d.streams)
 	for _, s := range d.servers {
 		_ = s.srv.Shutdown(shutdownCtx)
 	}

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"connectrpc.com/connect"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest/observer"
 
@@ -107,6 +108,7 @@ func (f fakeKeeper) Run(ctx context.Context) {
 // serving one server on ln.
 func newTestDaemon(s *stages, ln net.Listener, loopErr error) *daemon {
 	return &daemon{
+		streams: make(chan struct{}),
 		log:     zap.NewNop(),
 		servers: []httpServer{{name: "test", srv: newHTTPServer(http.NotFoundHandler()), ln: ln}},
 		background: []loop{{name: "source", run: func(ctx context.Context) {
@@ -188,5 +190,26 @@ func TestBackgroundWaitNamesStuckLoop(t *testing.T) {
 	}
 	if got := entries[0].ContextMap()["loops"]; !reflect.DeepEqual(got, []any{"stuck"}) {
 		t.Errorf("named loops %v, want [stuck]", got)
+	}
+}
+
+func TestEndStreamsEndsStreamingCallsOnly(t *testing.T) {
+	done := make(chan struct{})
+	ender := endStreams(done)
+	ended := make(chan error, 1)
+	stream := ender.WrapStreamingHandler(func(ctx context.Context, _ connect.StreamingHandlerConn) error {
+		<-ctx.Done()
+		return ctx.Err()
+	})
+	go func() { ended <- stream(context.Background(), nil) }()
+	unary := ender.WrapUnary(func(ctx context.Context, _ connect.AnyRequest) (connect.AnyResponse, error) {
+		return nil, ctx.Err()
+	})
+	close(done)
+	if err := <-ended; !errors.Is(err, context.Canceled) {
+		t.Errorf("the stream ended with %v, want its context cancelled", err)
+	}
+	if _, err := unary(context.Background(), nil); err != nil {
+		t.Errorf("a unary call after the close: %v, want its context untouched", err)
 	}
 }
