@@ -113,6 +113,10 @@ func TestValidatePodAcceptsValidPods(t *testing.T) {
 			r.Limits = v1.ResourceList{"example.com/gpu": resource.MustParse("1")}
 			r.Requests = v1.ResourceList{"example.com/gpu": resource.MustParse("1")}
 		}},
+		{desc: "hostnameOverride a DNS subdomain (HostnameOverride)", mutate: func(p *v1.Pod) { p.Spec.HostnameOverride = new("my.host-1") }},
+		{desc: "hostnameOverride of 64 characters", mutate: func(p *v1.Pod) {
+			p.Spec.HostnameOverride = new(strings.Repeat("a", 32) + "." + strings.Repeat("b", 31))
+		}},
 		{desc: "static pod defaults", mutate: func(p *v1.Pod) {
 			if err := defaults.ApplyStaticPodDefaults(p, defaults.Source{Kind: defaults.SourceFile, Location: "/m/web.yaml"}, "node-1"); err != nil {
 				t.Fatal(err)
@@ -288,6 +292,18 @@ func TestValidatePod(t *testing.T) {
 			d := int64(0)
 			p.Spec.ActiveDeadlineSeconds = &d
 		}, want: []wantErr{{field.ErrorTypeInvalid, "spec.activeDeadlineSeconds"}}},
+		{desc: "hostnameOverride not a DNS subdomain", mutate: func(p *v1.Pod) { p.Spec.HostnameOverride = new("My_Host") }, want: []wantErr{{field.ErrorTypeInvalid, "spec.hostnameOverride"}}},
+		{desc: "hostnameOverride empty", mutate: func(p *v1.Pod) { p.Spec.HostnameOverride = new("") }, want: []wantErr{{field.ErrorTypeInvalid, "spec.hostnameOverride"}}},
+		{desc: "hostnameOverride longer than 64", mutate: func(p *v1.Pod) { p.Spec.HostnameOverride = new(strings.Repeat("a", 60) + ".bcdef") }, want: []wantErr{{field.ErrorTypeTooLong, "spec.hostnameOverride"}}},
+		{desc: "hostnameOverride with setHostnameAsFQDN", mutate: func(p *v1.Pod) {
+			p.Spec.HostnameOverride = new("host")
+			p.Spec.SetHostnameAsFQDN = new(true)
+		}, want: []wantErr{{field.ErrorTypeForbidden, "spec.hostnameOverride"}}},
+		{desc: "hostnameOverride with hostNetwork", mutate: func(p *v1.Pod) {
+			p.Spec.HostnameOverride = new("host")
+			p.Spec.HostNetwork = true
+			p.Spec.Containers[0].Ports[0].HostPort = 80
+		}, want: []wantErr{{field.ErrorTypeForbidden, "spec.hostnameOverride"}}},
 		{desc: "toleration with empty key and Equal", mutate: func(p *v1.Pod) {
 			p.Spec.Tolerations = []v1.Toleration{{Operator: v1.TolerationOpEqual, Value: "x"}}
 		}, want: []wantErr{{field.ErrorTypeInvalid, "spec.tolerations[0].operator"}}},
