@@ -22,6 +22,7 @@ func TestMakeHostsMount(t *testing.T) {
 		desc        string
 		hostNetwork bool
 		subdomain   string
+		override    *string
 		aliases     []v1.HostAlias
 		podIPs      []string
 		ownMount    bool
@@ -31,6 +32,10 @@ func TestMakeHostsMount(t *testing.T) {
 		{desc: "subdomain and aliases", podIPs: []string{"10.88.0.7", "fd00::7"}, subdomain: "sub", aliases: aliases,
 			want: "# Kubernetes-managed hosts file.\n127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\nfe00::0\tip6-localnet\nfe00::0\tip6-mcastprefix\nfe00::1\tip6-allnodes\nfe00::2\tip6-allrouters\n" +
 				"10.88.0.7\tweb.sub.ns.svc.cluster.local\tweb\nfd00::7\tweb.sub.ns.svc.cluster.local\tweb\n\n# Entries added by HostAliases.\n10.1.2.3\tfoo.local\tbar.local\n"},
+		// HostnameOverride: the override alone, no FQDN even with a
+		// subdomain (kubelet GeneratePodHostNameAndDomain returns no domain).
+		{desc: "hostnameOverride", podIPs: []string{"10.88.0.7"}, subdomain: "sub", override: new("my.host"),
+			want: "# Kubernetes-managed hosts file.\n127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\nfe00::0\tip6-localnet\nfe00::0\tip6-mcastprefix\nfe00::1\tip6-allnodes\nfe00::2\tip6-allrouters\n10.88.0.7\tmy.host\n"},
 		{desc: "host network copies the node's", hostNetwork: true, aliases: aliases,
 			want: "# Kubernetes-managed hosts file (host network).\n127.0.0.1 localhost\n10.0.0.5 node-a\n\n# Entries added by HostAliases.\n10.1.2.3\tfoo.local\tbar.local\n"},
 		{desc: "no IP yet", want: ""},
@@ -38,7 +43,7 @@ func TestMakeHostsMount(t *testing.T) {
 	} {
 		t.Run(tc.desc, func(t *testing.T) {
 			pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "ns", UID: "u1"},
-				Spec: v1.PodSpec{HostNetwork: tc.hostNetwork, Subdomain: tc.subdomain, HostAliases: tc.aliases, Containers: []v1.Container{{Name: "c"}}}}
+				Spec: v1.PodSpec{HostNetwork: tc.hostNetwork, Subdomain: tc.subdomain, HostnameOverride: tc.override, HostAliases: tc.aliases, Containers: []v1.Container{{Name: "c"}}}}
 			if tc.ownMount {
 				pod.Spec.Containers[0].VolumeMounts = []v1.VolumeMount{{Name: "h", MountPath: "/etc/hosts"}}
 			}

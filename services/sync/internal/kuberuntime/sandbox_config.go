@@ -426,12 +426,25 @@ func toRuntimeProtocol(log *zap.Logger, p v1.Protocol) runtimeapi.Protocol {
 	return runtimeapi.Protocol_TCP
 }
 
-// generatePodHostNameAndDomain returns the pod's hostname (spec.hostname,
-// else its name, cut to 63 characters without a trailing '-' or '.') and,
-// with a subdomain, its domain <subdomain>.<namespace>.svc.<clusterDomain>.
-// Matches the kubelet's GeneratePodHostNameAndDomain and
+// generatePodHostNameAndDomain returns the pod's hostname and domain.
+// With spec.hostnameOverride (HostnameOverride, on by default in v1.36) the
+// hostname is the override, which must be a DNS subdomain, and there is no
+// domain, so neither setHostnameAsFQDN nor /etc/hosts add one. Otherwise
+// the hostname is spec.hostname, else the pod's name, and with a subdomain
+// the domain is <subdomain>.<namespace>.svc.<clusterDomain>. Either way the
+// hostname is cut to 63 characters without a trailing '-' or '.'. Matches
+// the kubelet's GeneratePodHostNameAndDomain and
 // truncatePodHostnameIfNeeded.
 func generatePodHostNameAndDomain(ctx context.Context, pod *v1.Pod, clusterDomain string) (string, string, error) {
+	if pod.Spec.HostnameOverride != nil {
+		override := *pod.Spec.HostnameOverride
+		if msgs := validation.IsDNS1123Subdomain(override); len(msgs) != 0 {
+			return "", "", fmt.Errorf("%w: spec.hostnameOverride %q is not a valid DNS subdomain: %s",
+				errdefs.ErrInvalidArgument, override, strings.Join(msgs, ";"))
+		}
+		hostname, err := truncatePodHostnameIfNeeded(ctx, pod, override)
+		return hostname, "", err
+	}
 	hostname := pod.Name
 	if pod.Spec.Hostname != "" {
 		if msgs := validation.IsDNS1123Label(pod.Spec.Hostname); len(msgs) != 0 {
@@ -440,14 +453,9 @@ func generatePodHostNameAndDomain(ctx context.Context, pod *v1.Pod, clusterDomai
 		}
 		hostname = pod.Spec.Hostname
 	}
-	if len(hostname) > hostnameMaxLen {
-		truncated := strings.TrimRight(hostname[:hostnameMaxLen], "-.")
-		loggerFrom(ctx).Warn("pod hostname too long, truncated",
-			zap.String("pod", pod.Namespace+"/"+pod.Name), zap.String("hostname", truncated))
-		if truncated == "" {
-			return "", "", fmt.Errorf("%w: hostname for pod %q was invalid: %q", errdefs.ErrInvalidArgument, pod.Name, hostname)
-		}
-		hostname = truncated
+	hostname, err := truncatePodHostnameIfNeeded(ctx, pod, hostname)
+	if err != nil {
+		return "", "", err
 	}
 	domain := ""
 	if pod.Spec.Subdomain != "" {
@@ -458,6 +466,22 @@ func generatePodHostNameAndDomain(ctx context.Context, pod *v1.Pod, clusterDomai
 		domain = fmt.Sprintf("%s.%s.svc.%s", pod.Spec.Subdomain, pod.Namespace, clusterDomain)
 	}
 	return hostname, domain, nil
+}
+
+// truncatePodHostnameIfNeeded cuts hostname to the 63 characters the kernel
+// takes, without a trailing '-' or '.'. Matches the kubelet's
+// truncatePodHostnameIfNeeded.
+func truncatePodHostnameIfNeeded(ctx context.Context, pod *v1.Pod, hostname string) (string, error) {
+	if len(hostname) <= hostnameMaxLen {
+		return hostname, nil
+	}
+	truncated := strings.TrimRight(hostname[:hostnameMaxLen], "-.")
+	loggerFrom(ctx).Warn("pod hostname too long, truncated",
+		zap.String("pod", pod.Namespace+"/"+pod.Name), zap.String("hostname", truncated))
+	if truncated == "" {
+		return "", fmt.Errorf("%w: hostname for pod %q was invalid: %q", errdefs.ErrInvalidArgument, pod.Name, hostname)
+	}
+	return truncated, nil
 }
 
 // nodenameForKernel returns the name the kernel gets: the FQDN when

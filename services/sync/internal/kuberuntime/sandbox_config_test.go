@@ -133,6 +133,22 @@ func TestGeneratePodSandboxConfigHostname(t *testing.T) {
 			},
 			wantErr: errdefs.ErrInvalidArgument,
 		},
+		// HostnameOverride (kubelet GeneratePodHostNameAndDomain): the
+		// override wins over spec.hostname and the pod name, and leaves no
+		// domain, so setHostnameAsFQDN adds nothing.
+		{desc: "hostnameOverride wins", mutate: func(p *v1.Pod) { p.Spec.Hostname = "box"; p.Spec.HostnameOverride = new("my.host-1") }, want: "my.host-1"},
+		{
+			desc: "hostnameOverride has no domain, even with subdomain and FQDN",
+			mutate: func(p *v1.Pod) {
+				p.Spec.HostnameOverride = new("override")
+				p.Spec.Subdomain = "sub"
+				p.Spec.SetHostnameAsFQDN = new(true)
+			},
+			want: "override",
+		},
+		{desc: "hostnameOverride cut to 63 without trailing dot", mutate: func(p *v1.Pod) { p.Spec.HostnameOverride = new(strings.Repeat("a", 62) + ".bc") }, want: strings.Repeat("a", 62)},
+		{desc: "hostnameOverride not a DNS subdomain", mutate: func(p *v1.Pod) { p.Spec.HostnameOverride = new("Not_Valid") }, wantErr: errdefs.ErrInvalidArgument},
+		{desc: "hostnameOverride ignored on the host network", mutate: func(p *v1.Pod) { p.Spec.HostNetwork = true; p.Spec.HostnameOverride = new("override") }, want: ""},
 	}
 	for _, tc := range cases {
 		t.Run(tc.desc, func(t *testing.T) {

@@ -12,6 +12,7 @@ import (
 	"github.com/fsnotify/fsnotify"
 	"go.uber.org/zap"
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/splitlet/splitlet/internal/logctx"
 	"github.com/splitlet/splitlet/services/sync/internal/defaults"
@@ -165,7 +166,9 @@ func readManifestFile(path, nodeName string) ([]*v1.Pod, error) {
 
 // staticPods defaults and validates the decoded pods of one static-pod
 // manifest (a file or a URL's answer), as the kubelet's applyDefaults and
-// validation do for its file and HTTP sources; any failure rejects them all,
+// validation do for its file and HTTP sources, then refuses a pod that
+// references API objects, as they do with PreventStaticPodAPIReferences
+// (tryDecodeSinglePod, tryDecodePodList); any failure rejects them all,
 // naming the origin, the document and the field.
 func staticPods(pods []*v1.Pod, src defaults.Source, nodeName string) ([]*v1.Pod, error) {
 	for i, pod := range pods {
@@ -175,6 +178,9 @@ func staticPods(pods []*v1.Pod, src defaults.Source, nodeName string) ([]*v1.Pod
 		}
 		if err := validation.AsError(validation.ValidatePod(pod)); err != nil {
 			return nil, fmt.Errorf("%s: document %d: %w", src.Location, i, err)
+		}
+		if ref := validation.StaticPodAPIReference(pod); ref != nil {
+			return nil, fmt.Errorf("%s: document %d: %w", src.Location, i, validation.AsError(field.ErrorList{ref}))
 		}
 	}
 	return pods, nil

@@ -108,3 +108,41 @@ func TestFileSourceWatches(t *testing.T) {
 		t.Fatal("no update within 5 s although the poll period is an hour: the directory is not watched")
 	}
 }
+
+// PreventStaticPodAPIReferences: a static pod referencing an API object is
+// refused at the source, as the kubelet's tryDecodeSinglePod does, with its
+// message and the field; the other files still count.
+func TestFileSourceRefusesAPIReferences(t *testing.T) {
+	dir := t.TempDir()
+	for name, content := range map[string]string{
+		"secret.yaml": "apiVersion: v1\nkind: Pod\nmetadata: {name: s}\nspec:\n  containers: [{name: c, image: i}]\n" +
+			"  volumes: [{name: v, secret: {secretName: creds}}]\n",
+		"token.yaml": "apiVersion: v1\nkind: Pod\nmetadata: {name: t}\nspec:\n  containers: [{name: c, image: i}]\n" +
+			"  volumes: [{name: v, projected: {sources: [{serviceAccountToken: {path: token}}]}}]\n",
+		"ok.yaml": "apiVersion: v1\nkind: Pod\nmetadata: {name: ok}\nspec:\n  containers: [{name: c, image: i}]\n" +
+			"  volumes: [{name: v, downwardAPI: {items: [{path: name, fieldRef: {fieldPath: metadata.name}}]}}]\n",
+	} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	invalid := map[string]string{}
+	f := NewFileSource(dir, "node1", 0, NewPodConfig(FileSourceName), func(path string, err error) {
+		invalid[filepath.Base(path)] = err.Error()
+	})
+	pods := f.read(context.Background())
+	if len(pods) != 1 || pods[0].Name != "ok-node1" {
+		t.Errorf("pods = %v, want only ok-node1", pods)
+	}
+	for file, want := range map[string]string{
+		"secret.yaml": "spec.volumes[0].secret.secretName: Forbidden: static pods may not reference secrets",
+		"token.yaml":  "spec.volumes[0].projected.sources[0].serviceAccountToken: Forbidden: static pods may not reference serviceaccounts (via projected volumes)",
+	} {
+		if !strings.Contains(invalid[file], want) {
+			t.Errorf("%s reported %q, want it to contain %q", file, invalid[file], want)
+		}
+	}
+	if len(invalid) != 2 {
+		t.Errorf("reported %v, want secret.yaml and token.yaml", invalid)
+	}
+}

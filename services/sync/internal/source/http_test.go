@@ -17,6 +17,7 @@ const (
 	httpPodList = `{"apiVersion":"v1","kind":"PodList","items":[` +
 		`{"metadata":{"name":"a"},"spec":{"containers":[{"name":"c","image":"i"}]}},` +
 		`{"metadata":{"name":"b"},"spec":{"containers":[{"name":"c","image":"i"}]}}]}`
+	httpSAPod  = "apiVersion: v1\nkind: Pod\nmetadata: {name: sa}\nspec:\n  serviceAccountName: default\n  containers: [{name: c, image: nginx}]\n"
 	httpBadPod = "apiVersion: v1\nkind: Pod\nmetadata: {name: bad}\nspec:\n  containers: [{name: c}]\n"
 )
 
@@ -84,6 +85,8 @@ func TestHTTPSource(t *testing.T) {
 		{desc: "the same answer again publishes nothing", status: 200, body: httpPod},
 		{desc: "a server error keeps the last good set", status: 500, body: "oops", wantInvalid: "500"},
 		{desc: "an invalid manifest keeps the last good set", status: 200, body: httpBadPod, wantInvalid: "spec.containers[0].image"},
+		{desc: "a pod referencing an API object keeps the last good set (PreventStaticPodAPIReferences)", status: 200, body: httpSAPod,
+			wantInvalid: "spec.serviceAccountName: Forbidden: static pods may not reference serviceaccounts"},
 		{desc: "a PodList replaces the set", status: 200, body: httpPodList, wantUpdate: "REMOVE web-node1; ADD a-node1,b-node1"},
 		{desc: "an empty answer is an empty set", status: 200, body: "", wantUpdate: "REMOVE a-node1,b-node1"},
 	}

@@ -267,8 +267,9 @@ func checkHostPortConflicts(containers []v1.Container, fldPath *field.Path) fiel
 	return allErrs
 }
 
-// validateEnv matches ValidateEnv (strict names, the default) and the
-// one-source rule of validateEnvVarValueFrom.
+// validateEnv matches ValidateEnv with RelaxedEnvironmentVariableValidation
+// (GA and locked on in v1.36: a name is any printable ASCII but '=') and
+// the one-source rule of validateEnvVarValueFrom.
 func validateEnv(vars []v1.EnvVar, fldPath *field.Path) field.ErrorList {
 	var allErrs field.ErrorList
 	for i, ev := range vars {
@@ -276,7 +277,7 @@ func validateEnv(vars []v1.EnvVar, fldPath *field.Path) field.ErrorList {
 		if ev.Name == "" {
 			allErrs = append(allErrs, field.Required(idxPath.Child("name"), ""))
 		} else {
-			for _, msg := range validation.IsEnvVarName(ev.Name) {
+			for _, msg := range validation.IsRelaxedEnvVarName(ev.Name) {
 				allErrs = append(allErrs, field.Invalid(idxPath.Child("name"), ev.Name, msg))
 			}
 		}
@@ -306,13 +307,14 @@ func validateEnv(vars []v1.EnvVar, fldPath *field.Path) field.ErrorList {
 	return allErrs
 }
 
-// validateEnvFrom matches ValidateEnvFrom.
+// validateEnvFrom matches ValidateEnvFrom, whose prefix follows the relaxed
+// name rule too.
 func validateEnvFrom(vars []v1.EnvFromSource, fldPath *field.Path) field.ErrorList {
 	var allErrs field.ErrorList
 	for i, ev := range vars {
 		idxPath := fldPath.Index(i)
 		if ev.Prefix != "" {
-			for _, msg := range validation.IsEnvVarName(ev.Prefix) {
+			for _, msg := range validation.IsRelaxedEnvVarName(ev.Prefix) {
 				allErrs = append(allErrs, field.Invalid(idxPath.Child("prefix"), ev.Prefix, msg))
 			}
 		}

@@ -30,7 +30,9 @@
 // Feature gates are taken at the v1.36 API server's defaults: a container's
 // own restartPolicy and restartPolicyRules (ContainerRestartRules and
 // RestartAllContainersOnContainerExits, both on) are validated as it
-// validates them.
+// validates them, env names and envFrom prefixes follow the relaxed rule
+// (RelaxedEnvironmentVariableValidation, GA: any printable ASCII but '='),
+// and spec.hostnameOverride is checked (HostnameOverride, on).
 //
 // Use AsError to turn a list into an error that wraps
 // errdefs.ErrInvalidArgument.

@@ -96,6 +96,7 @@ func validatePodSpec(spec *v1.PodSpec, fldPath *field.Path) field.ErrorList {
 	if spec.Subdomain != "" {
 		allErrs = append(allErrs, validateDNS1123Label(spec.Subdomain, fldPath.Child("subdomain"))...)
 	}
+	allErrs = append(allErrs, validatePodHostName(spec, fldPath)...)
 	if spec.PriorityClassName != "" {
 		for _, msg := range apimachineryvalidation.NameIsDNSSubdomain(spec.PriorityClassName, false) {
 			allErrs = append(allErrs, field.Invalid(fldPath.Child("priorityClassName"), spec.PriorityClassName, msg))
@@ -105,6 +106,30 @@ func validatePodSpec(spec *v1.PodSpec, fldPath *field.Path) field.ErrorList {
 		for _, msg := range apimachineryvalidation.NameIsDNSSubdomain(*spec.RuntimeClassName, false) {
 			allErrs = append(allErrs, field.Invalid(fldPath.Child("runtimeClassName"), *spec.RuntimeClassName, msg))
 		}
+	}
+	return allErrs
+}
+
+// validatePodHostName matches validatePodHostName (HostnameOverride, on by
+// default in v1.36): hostnameOverride is a DNS subdomain of at most 64
+// characters, and neither setHostnameAsFQDN nor hostNetwork go with it.
+func validatePodHostName(spec *v1.PodSpec, fldPath *field.Path) field.ErrorList {
+	if spec.HostnameOverride == nil {
+		return nil
+	}
+	var allErrs field.ErrorList
+	p := fldPath.Child("hostnameOverride")
+	if spec.SetHostnameAsFQDN != nil && *spec.SetHostnameAsFQDN {
+		allErrs = append(allErrs, field.Forbidden(p, "may not be specified when setHostnameAsFQDN is true"))
+	}
+	if spec.HostNetwork {
+		allErrs = append(allErrs, field.Forbidden(p, "may not be specified when hostNetwork is true"))
+	}
+	if len(*spec.HostnameOverride) > 64 {
+		allErrs = append(allErrs, field.TooLong(p, "", 64))
+	}
+	for _, msg := range validation.IsDNS1123Subdomain(*spec.HostnameOverride) {
+		allErrs = append(allErrs, field.Invalid(p, *spec.HostnameOverride, msg))
 	}
 	return allErrs
 }

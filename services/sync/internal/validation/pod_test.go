@@ -113,6 +113,15 @@ func TestValidatePodAcceptsValidPods(t *testing.T) {
 			r.Limits = v1.ResourceList{"example.com/gpu": resource.MustParse("1")}
 			r.Requests = v1.ResourceList{"example.com/gpu": resource.MustParse("1")}
 		}},
+		{desc: "hostnameOverride a DNS subdomain (HostnameOverride)", mutate: func(p *v1.Pod) { p.Spec.HostnameOverride = new("my.host-1") }},
+		{desc: "hostnameOverride of 64 characters", mutate: func(p *v1.Pod) {
+			p.Spec.HostnameOverride = new(strings.Repeat("a", 32) + "." + strings.Repeat("b", 31))
+		}},
+		{desc: "relaxed env names and envFrom prefix (RelaxedEnvironmentVariableValidation)", mutate: func(p *v1.Pod) {
+			p.Spec.Containers[0].Env = append(p.Spec.Containers[0].Env,
+				v1.EnvVar{Name: "my.var-1", Value: "x"}, v1.EnvVar{Name: "1ABC", Value: "x"}, v1.EnvVar{Name: "with space~!", Value: "x"})
+			p.Spec.Containers[0].EnvFrom = []v1.EnvFromSource{{Prefix: "1-pre.", ConfigMapRef: &v1.ConfigMapEnvSource{LocalObjectReference: v1.LocalObjectReference{Name: "cm"}}}}
+		}},
 		{desc: "static pod defaults", mutate: func(p *v1.Pod) {
 			if err := defaults.ApplyStaticPodDefaults(p, defaults.Source{Kind: defaults.SourceFile, Location: "/m/web.yaml"}, "node-1"); err != nil {
 				t.Fatal(err)
@@ -227,7 +236,14 @@ func TestValidatePod(t *testing.T) {
 		{desc: "pod-level resource not supported", mutate: func(p *v1.Pod) {
 			p.Spec.Resources = &v1.ResourceRequirements{Limits: v1.ResourceList{v1.ResourceEphemeralStorage: resource.MustParse("1Gi")}}
 		}, want: []wantErr{{field.ErrorTypeNotSupported, "spec.resources.limits[ephemeral-storage]"}}},
-		{desc: "env name invalid", mutate: func(p *v1.Pod) { p.Spec.Containers[0].Env[0].Name = "1MODE" }, want: []wantErr{{field.ErrorTypeInvalid, "spec.containers[0].env[0].name"}}},
+		// RelaxedEnvironmentVariableValidation (GA): any printable ASCII
+		// but '='.
+		{desc: "env name with '='", mutate: func(p *v1.Pod) { p.Spec.Containers[0].Env[0].Name = "a=b" }, want: []wantErr{{field.ErrorTypeInvalid, "spec.containers[0].env[0].name"}}},
+		{desc: "env name not printable", mutate: func(p *v1.Pod) { p.Spec.Containers[0].Env[0].Name = "a\tb" }, want: []wantErr{{field.ErrorTypeInvalid, "spec.containers[0].env[0].name"}}},
+		{desc: "env name not ASCII", mutate: func(p *v1.Pod) { p.Spec.Containers[0].Env[0].Name = "caf\u00e9" }, want: []wantErr{{field.ErrorTypeInvalid, "spec.containers[0].env[0].name"}}},
+		{desc: "envFrom prefix with '='", mutate: func(p *v1.Pod) {
+			p.Spec.Containers[0].EnvFrom = []v1.EnvFromSource{{Prefix: "P=", ConfigMapRef: &v1.ConfigMapEnvSource{LocalObjectReference: v1.LocalObjectReference{Name: "cm"}}}}
+		}, want: []wantErr{{field.ErrorTypeInvalid, "spec.containers[0].envFrom[0].prefix"}}},
 		{desc: "env name missing", mutate: func(p *v1.Pod) { p.Spec.Containers[0].Env[0].Name = "" }, want: []wantErr{{field.ErrorTypeRequired, "spec.containers[0].env[0].name"}}},
 		{desc: "env value and valueFrom", mutate: func(p *v1.Pod) {
 			p.Spec.Containers[0].Env[0].ValueFrom = &v1.EnvVarSource{FieldRef: &v1.ObjectFieldSelector{APIVersion: "v1", FieldPath: "metadata.name"}}
@@ -288,6 +304,18 @@ func TestValidatePod(t *testing.T) {
 			d := int64(0)
 			p.Spec.ActiveDeadlineSeconds = &d
 		}, want: []wantErr{{field.ErrorTypeInvalid, "spec.activeDeadlineSeconds"}}},
+		{desc: "hostnameOverride not a DNS subdomain", mutate: func(p *v1.Pod) { p.Spec.HostnameOverride = new("My_Host") }, want: []wantErr{{field.ErrorTypeInvalid, "spec.hostnameOverride"}}},
+		{desc: "hostnameOverride empty", mutate: func(p *v1.Pod) { p.Spec.HostnameOverride = new("") }, want: []wantErr{{field.ErrorTypeInvalid, "spec.hostnameOverride"}}},
+		{desc: "hostnameOverride longer than 64", mutate: func(p *v1.Pod) { p.Spec.HostnameOverride = new(strings.Repeat("a", 60) + ".bcdef") }, want: []wantErr{{field.ErrorTypeTooLong, "spec.hostnameOverride"}}},
+		{desc: "hostnameOverride with setHostnameAsFQDN", mutate: func(p *v1.Pod) {
+			p.Spec.HostnameOverride = new("host")
+			p.Spec.SetHostnameAsFQDN = new(true)
+		}, want: []wantErr{{field.ErrorTypeForbidden, "spec.hostnameOverride"}}},
+		{desc: "hostnameOverride with hostNetwork", mutate: func(p *v1.Pod) {
+			p.Spec.HostnameOverride = new("host")
+			p.Spec.HostNetwork = true
+			p.Spec.Containers[0].Ports[0].HostPort = 80
+		}, want: []wantErr{{field.ErrorTypeForbidden, "spec.hostnameOverride"}}},
 		{desc: "toleration with empty key and Equal", mutate: func(p *v1.Pod) {
 			p.Spec.Tolerations = []v1.Toleration{{Operator: v1.TolerationOpEqual, Value: "x"}}
 		}, want: []wantErr{{field.ErrorTypeInvalid, "spec.tolerations[0].operator"}}},
