@@ -6,6 +6,7 @@ import (
 	"strconv"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 )
 
 // HashContainer returns the hash of the parts of a container spec whose
@@ -107,4 +108,10 @@ func HasRestartableInitContainer(pod *v1.Pod) bool {
 		}
 	}
 	return false
+}
+
+// SameResources says whether two containers' requests and limits are the
+// same quantities (claims aside): whether a resize has changed them.
+func SameResources(a, b *v1.ResourceRequirements) bool {
+	return equality.Semantic.DeepEqual(a.Requests, b.Requests) && equality.Semantic.DeepEqual(a.Limits, b.Limits)
 }

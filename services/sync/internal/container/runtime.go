@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
@@ -108,6 +109,11 @@ type Status struct {
 	// Reason and Message explain the last termination (e.g. "OOMKilled").
 	Reason  string
 	Message string
+
+	// Resources are the requests and limits the instance was created with
+	// (its allocation; sync does not resize containers in place), as
+	// recorded on it; nil for an instance without the record.
+	Resources *v1.ResourceRequirements
 }
 
 // PodStatus is the runtime's view of one pod: every sandbox and every

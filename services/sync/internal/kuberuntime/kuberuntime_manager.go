@@ -282,6 +282,7 @@ func toContainerStatus(ctx context.Context, runtimeName string, s *runtimeapi.Co
 	if info != nil {
 		st.Hash = info.Hash
 		st.RestartCount = info.RestartCount
+		st.Resources = info.Resources
 	}
 	if s.GetState() != runtimeapi.ContainerState_CONTAINER_CREATED {
 		st.StartedAt = time.Unix(0, s.GetStartedAt())

@@ -39,6 +39,10 @@ const (
 	ContainerPreStopHandlerLabel           = "io.kubernetes.container.preStopHandler"
 	ContainerPortsLabel                    = "io.kubernetes.container.ports"
 	ContainerTypeLabel                     = "io.kubernetes.container.type"
+	// ContainerResourcesLabel is splitlet's own: the requests and limits
+	// the container was created with (JSON), which the status reports as
+	// its allocated resources and a restart keeps (allocatedResources).
+	ContainerResourcesLabel = "io.splitlet.container.resources"
 )
 
 // Values of ContainerTypeLabel, as in the kubelet.
@@ -80,6 +84,7 @@ type AnnotatedContainerInfo struct {
 	PreStopHandler            *v1.LifecycleHandler
 	ContainerPorts            []v1.ContainerPort
 	ContainerType             string
+	Resources                 *v1.ResourceRequirements
 }
 
 // newPodLabels returns the sandbox labels: the pod's labels plus its name,
@@ -150,6 +155,12 @@ func newContainerAnnotations(ctx context.Context, c *v1.Container, pod *v1.Pod, 
 	}
 	if t := containerTypeOf(pod, c.Name); t != "" {
 		annotations[ContainerTypeLabel] = t
+	}
+	allocated := v1.ResourceRequirements{Requests: c.Resources.Requests, Limits: c.Resources.Limits}
+	if raw, err := json.Marshal(allocated); err != nil {
+		log.Error("cannot marshal container resources", zap.String("container", c.Name), zap.Error(err))
+	} else {
+		annotations[ContainerResourcesLabel] = string(raw)
 	}
 	return annotations
 }
@@ -254,6 +265,14 @@ func getContainerInfoFromAnnotations(ctx context.Context, annotations map[string
 			bad(ContainerPreStopHandlerLabel, err)
 		} else {
 			info.PreStopHandler = h
+		}
+	}
+	if s, ok := annotations[ContainerResourcesLabel]; ok {
+		r := &v1.ResourceRequirements{}
+		if err := json.Unmarshal([]byte(s), r); err != nil {
+			bad(ContainerResourcesLabel, err)
+		} else {
+			info.Resources = r
 		}
 	}
 	if s, ok := annotations[ContainerPortsLabel]; ok {

@@ -319,6 +319,7 @@ func (m *Manager) startContainer(ctx context.Context, pod *v1.Pod, podStatus *co
 	restartCount := 0
 	if cs := podStatus.FindContainerStatusByName(spec.Name); cs != nil {
 		restartCount = cs.RestartCount + 1
+		spec = withAllocatedResources(ctx, spec, cs)
 	} else {
 		// Garbage-collected or purged instances leave no count behind; a
 		// log file left in the pod's log directory still tells how many
@@ -579,4 +580,22 @@ func isEphemeral(pod *v1.Pod, name string) bool {
 		}
 	}
 	return false
+}
+
+// withAllocatedResources returns spec with the resources its previous
+// instance was created with, when a resize has changed them since: sync
+// does not resize containers in place, so a container keeps its
+// allocation across restarts, as the kubelet creates containers from the
+// allocated pod (UpdatePodFromAllocation) until it has accepted a resize.
+// The pod's status says the resize is pending (status.ResizePending).
+func withAllocatedResources(ctx context.Context, spec *v1.Container, previous *container.Status) *v1.Container {
+	if previous.Resources == nil || container.SameResources(previous.Resources, &spec.Resources) {
+		return spec
+	}
+	loggerFrom(ctx).Info("container keeps the resources it was allocated: in-place resize is not supported",
+		zap.String("container", spec.Name))
+	allocated := spec.DeepCopy()
+	allocated.Resources.Requests = previous.Resources.Requests
+	allocated.Resources.Limits = previous.Resources.Limits
+	return allocated
 }

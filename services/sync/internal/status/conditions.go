@@ -309,3 +309,31 @@ func replaceOrAppendCondition(conditions []v1.PodCondition, c *v1.PodCondition) 
 	}
 	return append(conditions, *c)
 }
+
+// generatePodResizePendingCondition is PodResizePending, reason
+// Infeasible, when a container's spec asks for other requests or limits
+// than its latest instance was created with: a resize, which sync does not
+// apply in place (the instance and its restarts keep their allocation,
+// kuberuntime.withAllocatedResources). The kubelet sets the same
+// condition (SetPodResizePendingCondition) for a resize it cannot do.
+// ok is false when no resize is pending.
+func generatePodResizePendingCondition(pod *v1.Pod, podStatus *container.PodStatus) (c v1.PodCondition, ok bool) {
+	var resized []string
+	for _, list := range [][]v1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
+		for i := range list {
+			cs := podStatus.FindContainerStatusByName(list[i].Name)
+			if cs != nil && cs.Resources != nil && !container.SameResources(cs.Resources, &list[i].Resources) {
+				resized = append(resized, list[i].Name)
+			}
+		}
+	}
+	if len(resized) == 0 {
+		return v1.PodCondition{}, false
+	}
+	return v1.PodCondition{
+		Type: v1.PodResizePending, Status: v1.ConditionTrue, Reason: v1.PodReasonInfeasible,
+		Message: fmt.Sprintf("In-place resize is not supported by this node: containers %v keep the resources they were created with",
+			resized),
+		ObservedGeneration: pod.Generation,
+	}, true
+}

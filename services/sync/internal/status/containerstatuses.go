@@ -151,11 +151,20 @@ func convertToAPIContainerStatuses(pod *v1.Pod, podStatus *container.PodStatus, 
 		}
 		status := convertContainerStatus(cs, oldPtr, podRestarting)
 		if spec := findSpec(containers, cs.Name); spec != nil {
-			// In-place resize's allocated view: the runtime view here has no
-			// actual resources, so the spec's stand in, as the kubelet does
-			// for containers it has no cgroup values for.
-			status.Resources = spec.Resources.DeepCopy()
-			status.AllocatedResources = spec.Resources.Requests.DeepCopy()
+			// The allocated resources: what the instance was created with
+			// (sync does not resize in place, so a resize of the spec is
+			// pending, ResizePending), or for an instance without that
+			// record the spec's. The runtime view here has no actual
+			// resources, so the allocated ones stand in, as the kubelet's
+			// do for containers it has no cgroup values for.
+			allocated := &spec.Resources
+			if cs.Resources != nil {
+				allocated = cs.Resources
+			}
+			status.Resources = &v1.ResourceRequirements{
+				Requests: allocated.Requests.DeepCopy(), Limits: allocated.Limits.DeepCopy(), Claims: spec.Resources.Claims,
+			}
+			status.AllocatedResources = allocated.Requests.DeepCopy()
 			if status.VolumeMounts == nil {
 				// The kubelet copies mounts only from the previous status;
 				// without one they are derived from the spec, the value the
