@@ -262,7 +262,7 @@ func generateContainerConfig(ctx context.Context, pod *v1.Pod, c *v1.Container, 
 	if err := verifyRunAsNonRoot(pod, c, opts.ImageUID, opts.ImageUsername); err != nil {
 		return nil, err
 	}
-	envs, err := makeEnvironmentVariables(ctx, pod, c, podIPs, opts.EnvOptions)
+	envs, err := makeEnvironmentVariables(ctx, pod, c, podIPs, podVolumeDirs(pod, opts), opts.EnvOptions)
 	if err != nil {
 		return nil, err
 	}
@@ -433,8 +433,7 @@ func volumeHostPath(ctx context.Context, pod *v1.Pod, name string, opts Containe
 				return "", false, fmt.Errorf("%w: %s.emptyDir.medium: %q is not supported by splitlet (the node's disk or Memory)",
 					errdefs.ErrNotImplemented, volField, medium)
 			}
-			dir := filepath.Join(orDefault(opts.PodVolumesRoot, DefaultPodsDir), string(pod.UID),
-				"volumes", "kubernetes.io~empty-dir", vol.Name)
+			dir := emptyDirHostPath(pod, vol.Name, opts)
 			// Exactly 0777, whatever sync's umask, like the kubelet's
 			// emptyDir setupDir: any container user must be able to write
 			// to it. Only a new directory is chmod'ed, so a mode a
@@ -459,6 +458,13 @@ func volumeHostPath(ctx context.Context, pod *v1.Pod, name string, opts Containe
 			errdefs.ErrNotImplemented, volField, volumeSourceName(&vol.VolumeSource))
 	}
 	return "", false, fmt.Errorf("%w: cannot find volume %q to mount into container", errdefs.ErrInvalidArgument, name)
+}
+
+// emptyDirHostPath returns the node directory of the pod's emptyDir volume
+// name, as the kubelet's emptyDir plugin GetPath does under its pods dir.
+func emptyDirHostPath(pod *v1.Pod, name string, opts ContainerOptions) string {
+	return filepath.Join(orDefault(opts.PodVolumesRoot, DefaultPodsDir), string(pod.UID),
+		"volumes", "kubernetes.io~empty-dir", name)
 }
 
 // volumeSourceName returns the JSON name of the volume's source

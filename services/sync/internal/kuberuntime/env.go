@@ -219,14 +219,15 @@ const apiserverSource = "apiserver"
 //     unknown one stays as written); valueFrom.fieldRef and resourceFieldRef
 //     are resolved from the pod, podIPs and opts; configMapKeyRef and
 //     secretKeyRef read the object's key, skipped when the object or key is
-//     missing and the reference optional;
+//     missing and the reference optional; fileKeyRef reads the key from
+//     an env file in an emptyDir volume (fileKeyRefValue);
 //   - a later entry with the same name replaces the earlier value;
 //   - last, the Service variables (getServiceEnvVarMap) not set otherwise.
 //
 // Without an API server (opts.Objects nil), ConfigMap and Secret references
 // fail with errdefs.ErrNotImplemented naming the field, unless marked
-// optional: then they are skipped. fileKeyRef (an alpha feature) is not
-// supported.
+// optional: then they are skipped. valueFrom.fileKeyRef reads a key from an
+// env file in one of podVolumes (fileKeyRefValue), which needs no API server.
 //
 // Differences from the kubelet, on purpose: the result is in declaration
 // order (data keys sorted within one envFrom source, Service variables
@@ -238,7 +239,7 @@ const apiserverSource = "apiserver"
 // InvalidEnvironmentVariableNames event, as kubelets before
 // RelaxedEnvironmentVariableValidation did for every invalid name; the API
 // server's validation already keeps such keys out.
-func makeEnvironmentVariables(ctx context.Context, pod *v1.Pod, c *v1.Container, podIPs []string, opts EnvOptions) ([]EnvVar, error) {
+func makeEnvironmentVariables(ctx context.Context, pod *v1.Pod, c *v1.Container, podIPs []string, podVolumes map[string]string, opts EnvOptions) ([]EnvVar, error) {
 	field := containerFieldPath(pod, c.Name)
 	serviceEnv, err := getServiceEnvVarMap(ctx, pod, opts.Objects)
 	if err != nil {
@@ -359,12 +360,14 @@ func makeEnvironmentVariables(ctx context.Context, pod *v1.Pod, c *v1.Container,
 			}
 			value = string(v)
 		case env.ValueFrom.FileKeyRef != nil:
-			ref := env.ValueFrom.FileKeyRef
-			if isOptional(ref.Optional) {
+			v, skip, err := fileKeyRefValue(env.ValueFrom.FileKeyRef, podVolumes)
+			if err != nil {
+				return nil, fmt.Errorf("%s.valueFrom.fileKeyRef (%s): %w", envField, env.Name, err)
+			}
+			if skip {
 				continue
 			}
-			return nil, fmt.Errorf("%w: %s.valueFrom.fileKeyRef (volume %q, key %q): env files are not supported by splitlet",
-				errdefs.ErrNotImplemented, envField, ref.VolumeName, ref.Key)
+			value = v
 		}
 		set(env.Name, value)
 	}

@@ -191,7 +191,7 @@ func TestMakeEnvironmentVariablesFromAPI(t *testing.T) {
 			c := &pod.Spec.Containers[1]
 			c.Env, c.EnvFrom = tc.env, tc.envFrom
 			rec := &events.FakeRecorder{}
-			got, err := makeEnvironmentVariables(t.Context(), pod, c, nil, EnvOptions{Objects: testObjects(), recorder: rec})
+			got, err := makeEnvironmentVariables(t.Context(), pod, c, nil, nil, EnvOptions{Objects: testObjects(), recorder: rec})
 			if err != nil {
 				t.Fatalf("makeEnvironmentVariables: %v", err)
 			}
@@ -250,7 +250,7 @@ func TestMakeEnvironmentVariablesFromAPIRejects(t *testing.T) {
 			c.Env, c.EnvFrom = tc.env, tc.envFrom
 			objs := testObjects()
 			objs.servicesErr = tc.servicesErr
-			_, err := makeEnvironmentVariables(t.Context(), pod, c, nil, EnvOptions{Objects: objs})
+			_, err := makeEnvironmentVariables(t.Context(), pod, c, nil, nil, EnvOptions{Objects: objs})
 			if !errors.Is(err, tc.wantIs) {
 				t.Fatalf("error %v is not %v", err, tc.wantIs)
 			}
@@ -267,7 +267,7 @@ func TestMakeEnvironmentVariablesReadsEachObjectOnce(t *testing.T) {
 	c.EnvFrom = []v1.EnvFromSource{{ConfigMapRef: &v1.ConfigMapEnvSource{LocalObjectReference: v1.LocalObjectReference{Name: "cfg"}}}}
 	c.Env = []v1.EnvVar{cmKeyEnv("X", "cfg", "A", nil), cmKeyEnv("Y", "cfg", "B", nil), secretKeyEnv("U", "creds", "USER", nil), secretKeyEnv("P", "creds", "PASS", nil)}
 	objs := testObjects()
-	if _, err := makeEnvironmentVariables(t.Context(), pod, c, nil, EnvOptions{Objects: objs}); err != nil {
+	if _, err := makeEnvironmentVariables(t.Context(), pod, c, nil, nil, EnvOptions{Objects: objs}); err != nil {
 		t.Fatal(err)
 	}
 	if objs.gets != 2 {

@@ -223,7 +223,7 @@ func TestMakeEnvironmentVariables(t *testing.T) {
 			pod := envPod()
 			c := &pod.Spec.Containers[1]
 			c.Env = tc.env
-			got, err := makeEnvironmentVariables(t.Context(), pod, c, podIPs, opts)
+			got, err := makeEnvironmentVariables(t.Context(), pod, c, podIPs, nil, opts)
 			if err != nil {
 				t.Fatalf("makeEnvironmentVariables: %v", err)
 			}
@@ -299,7 +299,7 @@ func TestMakeEnvironmentVariablesRejects(t *testing.T) {
 			pod := envPod()
 			c := &pod.Spec.Containers[1]
 			c.Env, c.EnvFrom = tc.env, tc.envFrom
-			_, err := makeEnvironmentVariables(t.Context(), pod, c, nil, EnvOptions{HostIPs: tc.hostIPs})
+			_, err := makeEnvironmentVariables(t.Context(), pod, c, nil, nil, EnvOptions{HostIPs: tc.hostIPs})
 			if err == nil {
 				t.Fatal("want an error")
 			}
