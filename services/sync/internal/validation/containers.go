@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"path"
 	"reflect"
+	"slices"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -196,7 +197,7 @@ func validateContainerCommon(c *v1.Container, vols map[string]v1.VolumeSource, f
 	}
 
 	allErrs = append(allErrs, validateContainerPorts(c.Ports, fldPath.Child("ports"))...)
-	allErrs = append(allErrs, validateEnv(c.Env, fldPath.Child("env"))...)
+	allErrs = append(allErrs, validateEnv(c.Env, vols, fldPath.Child("env"))...)
 	allErrs = append(allErrs, validateEnvFrom(c.EnvFrom, fldPath.Child("envFrom"))...)
 	allErrs = append(allErrs, validateVolumeMounts(c.VolumeMounts, vols, fldPath.Child("volumeMounts"))...)
 	allErrs = append(allErrs, validateContainerResources(&c.Resources, fldPath.Child("resources"))...)
@@ -270,7 +271,7 @@ func checkHostPortConflicts(containers []v1.Container, fldPath *field.Path) fiel
 // validateEnv matches ValidateEnv with RelaxedEnvironmentVariableValidation
 // (GA and locked on in v1.36: a name is any printable ASCII but '=') and
 // the one-source rule of validateEnvVarValueFrom.
-func validateEnv(vars []v1.EnvVar, fldPath *field.Path) field.ErrorList {
+func validateEnv(vars []v1.EnvVar, vols map[string]v1.VolumeSource, fldPath *field.Path) field.ErrorList {
 	var allErrs field.ErrorList
 	for i, ev := range vars {
 		idxPath := fldPath.Index(i)
@@ -294,7 +295,7 @@ func validateEnv(vars []v1.EnvVar, fldPath *field.Path) field.ErrorList {
 		vfPath := idxPath.Child("valueFrom")
 		switch {
 		case sources == 0:
-			allErrs = append(allErrs, field.Invalid(vfPath, "", "must specify one of: `fieldRef`, `resourceFieldRef`, `configMapKeyRef` or `secretKeyRef`"))
+			allErrs = append(allErrs, field.Invalid(vfPath, "", "must specify one of: `fieldRef`, `resourceFieldRef`, `configMapKeyRef`, `secretKeyRef` or `fileKeyRef`"))
 		case ev.Value != "":
 			allErrs = append(allErrs, field.Invalid(vfPath, "", "may not be specified when `value` is not empty"))
 		case sources > 1:
@@ -303,6 +304,37 @@ func validateEnv(vars []v1.EnvVar, fldPath *field.Path) field.ErrorList {
 		if vf.FieldRef != nil && vf.FieldRef.FieldPath == "" {
 			allErrs = append(allErrs, field.Required(vfPath.Child("fieldRef", "fieldPath"), ""))
 		}
+		if vf.FileKeyRef != nil {
+			allErrs = append(allErrs, validateFileKeySelector(vf.FileKeyRef, vols, vfPath.Child("fileKeyRef"))...)
+		}
+	}
+	return allErrs
+}
+
+// validateFileKeySelector matches validateFileKeySelector and, for the
+// volume, validateFileKeyRefVolumes: a key named as env vars are, a volume
+// of the pod that is an emptyDir, a path without "..".
+func validateFileKeySelector(s *v1.FileKeySelector, vols map[string]v1.VolumeSource, fldPath *field.Path) field.ErrorList {
+	var allErrs field.ErrorList
+	if s.Key == "" {
+		allErrs = append(allErrs, field.Required(fldPath.Child("key"), ""))
+	} else {
+		for _, msg := range validation.IsRelaxedEnvVarName(s.Key) {
+			allErrs = append(allErrs, field.Invalid(fldPath.Child("key"), s.Key, msg))
+		}
+	}
+	volPath := fldPath.Child("volumeName")
+	if s.VolumeName == "" {
+		allErrs = append(allErrs, field.Required(volPath, ""))
+	} else if src, ok := vols[s.VolumeName]; !ok {
+		allErrs = append(allErrs, field.NotFound(volPath, s.VolumeName))
+	} else if src.EmptyDir == nil {
+		allErrs = append(allErrs, field.Invalid(volPath, s.VolumeName, "referenced volume must be of type emptyDir"))
+	}
+	if s.Path == "" {
+		allErrs = append(allErrs, field.Required(fldPath.Child("path"), ""))
+	} else if slices.Contains(strings.Split(path.Clean("/" + s.Path)[1:], "/"), "..") || slices.Contains(strings.Split(s.Path, "/"), "..") {
+		allErrs = append(allErrs, field.Invalid(fldPath.Child("path"), s.Path, "must not contain '..'"))
 	}
 	return allErrs
 }

@@ -244,6 +244,28 @@ func TestValidatePod(t *testing.T) {
 		{desc: "envFrom prefix with '='", mutate: func(p *v1.Pod) {
 			p.Spec.Containers[0].EnvFrom = []v1.EnvFromSource{{Prefix: "P=", ConfigMapRef: &v1.ConfigMapEnvSource{LocalObjectReference: v1.LocalObjectReference{Name: "cm"}}}}
 		}, want: []wantErr{{field.ErrorTypeInvalid, "spec.containers[0].envFrom[0].prefix"}}},
+		// EnvFiles: validateFileKeySelector and validateFileKeyRefVolumes.
+		{desc: "fileKeyRef to an emptyDir", mutate: func(p *v1.Pod) {
+			p.Spec.Containers[0].Env[0] = v1.EnvVar{Name: "DB", ValueFrom: &v1.EnvVarSource{FileKeyRef: &v1.FileKeySelector{VolumeName: "data", Path: "env/db.env", Key: "DB"}}}
+		}},
+		{desc: "fileKeyRef without key, volume or path", mutate: func(p *v1.Pod) {
+			p.Spec.Containers[0].Env[0] = v1.EnvVar{Name: "DB", ValueFrom: &v1.EnvVarSource{FileKeyRef: &v1.FileKeySelector{}}}
+		}, want: []wantErr{
+			{field.ErrorTypeRequired, "spec.containers[0].env[0].valueFrom.fileKeyRef.key"},
+			{field.ErrorTypeRequired, "spec.containers[0].env[0].valueFrom.fileKeyRef.volumeName"},
+			{field.ErrorTypeRequired, "spec.containers[0].env[0].valueFrom.fileKeyRef.path"},
+		}},
+		{desc: "fileKeyRef to a missing volume, a path with '..', a key with '='", mutate: func(p *v1.Pod) {
+			p.Spec.Containers[0].Env[0] = v1.EnvVar{Name: "DB", ValueFrom: &v1.EnvVarSource{FileKeyRef: &v1.FileKeySelector{VolumeName: "nope", Path: "../x", Key: "A=B"}}}
+		}, want: []wantErr{
+			{field.ErrorTypeInvalid, "spec.containers[0].env[0].valueFrom.fileKeyRef.key"},
+			{field.ErrorTypeNotFound, "spec.containers[0].env[0].valueFrom.fileKeyRef.volumeName"},
+			{field.ErrorTypeInvalid, "spec.containers[0].env[0].valueFrom.fileKeyRef.path"},
+		}},
+		{desc: "fileKeyRef to a volume that is not an emptyDir", mutate: func(p *v1.Pod) {
+			p.Spec.Volumes = append(p.Spec.Volumes, v1.Volume{Name: "cfg", VolumeSource: v1.VolumeSource{HostPath: &v1.HostPathVolumeSource{Path: "/var/lib/splitlet/x"}}})
+			p.Spec.Containers[0].Env[0] = v1.EnvVar{Name: "DB", ValueFrom: &v1.EnvVarSource{FileKeyRef: &v1.FileKeySelector{VolumeName: "cfg", Path: "db.env", Key: "DB"}}}
+		}, want: []wantErr{{field.ErrorTypeInvalid, "spec.containers[0].env[0].valueFrom.fileKeyRef.volumeName"}}},
 		{desc: "env name missing", mutate: func(p *v1.Pod) { p.Spec.Containers[0].Env[0].Name = "" }, want: []wantErr{{field.ErrorTypeRequired, "spec.containers[0].env[0].name"}}},
 		{desc: "env value and valueFrom", mutate: func(p *v1.Pod) {
 			p.Spec.Containers[0].Env[0].ValueFrom = &v1.EnvVarSource{FieldRef: &v1.ObjectFieldSelector{APIVersion: "v1", FieldPath: "metadata.name"}}
