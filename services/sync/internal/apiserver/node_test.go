@@ -549,8 +549,8 @@ func TestRegisteredNodeDeclaresRestartAllContainers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !slices.Equal(n.Status.DeclaredFeatures, []string{"RestartAllContainersOnContainerExits"}) {
-		t.Errorf("declaredFeatures = %v, want only RestartAllContainersOnContainerExits", n.Status.DeclaredFeatures)
+	if want := []string{"ExtendWebSocketsToKubelet", "RestartAllContainersOnContainerExits"}; !slices.Equal(n.Status.DeclaredFeatures, want) {
+		t.Errorf("declaredFeatures = %v, want %v", n.Status.DeclaredFeatures, want)
 	}
 	never := v1.ContainerRestartPolicyNever
 	for _, tc := range []struct {

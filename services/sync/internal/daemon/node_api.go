@@ -36,7 +36,7 @@ func (n *nodeAPI) port() int32 {
 // authentication and authorization from the API server (kubeClient) and
 // the client CA; stats from summary; /metrics from reg and
 // /metrics/probes from probeReg.
-func newNodeAPI(ctx context.Context, cfg config.Config, kubeClient kubernetes.Interface, pods nodeapi.PodLister, rt nodeapi.Runtime, summary nodeapi.SummaryProvider, reg, probeReg prometheus.Gatherer) (*nodeAPI, error) {
+func newNodeAPI(ctx context.Context, cfg config.Config, kubeClient kubernetes.Interface, pods nodeapi.PodLister, rt nodeapi.Runtime, summary nodeapi.SummaryProvider, reg *prometheus.Registry, probeReg prometheus.Gatherer) (*nodeAPI, error) {
 	authOpts := nodeapi.AuthOptions{ClientCAFile: cfg.ClientCAFile, Anonymous: cfg.AnonymousAuth}
 	if kubeClient != nil {
 		authOpts.Client = kubeClient
@@ -67,7 +67,8 @@ func newNodeAPI(ctx context.Context, cfg config.Config, kubeClient kubernetes.In
 	if err != nil {
 		return nil, fmt.Errorf("node API: %w", err)
 	}
-	h := nodeapi.New(nodeapi.Options{NodeName: cfg.NodeName, Pods: pods, Runtime: rt, Stats: summary, Metrics: reg, ProbeMetrics: probeReg, Auth: auth})
+	h := nodeapi.New(nodeapi.Options{NodeName: cfg.NodeName, Pods: pods, Runtime: rt, Stats: summary, Metrics: reg,
+		StreamMetrics: nodeapi.NewStreamMetrics(reg), ProbeMetrics: probeReg, Auth: auth})
 	log := logctx.From(ctx).With(zap.String("server", "node-api"))
 	srv := nodeapi.NewHTTPServer(cfg.NodeAPIAddr, withLogger(log, h), tlsConfig)
 	srv.ErrorLog = zap.NewStdLog(log)

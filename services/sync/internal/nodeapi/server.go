@@ -51,6 +51,8 @@ type Options struct {
 	Runtime  Runtime
 	// Metrics is served on /metrics.
 	Metrics prometheus.Gatherer
+	// StreamMetrics counts the WebSocket streams; nil counts none.
+	StreamMetrics *StreamMetrics
 	// ProbeMetrics is served on /metrics/probes (the prober's counters,
 	// prober.NewMetrics); nil serves none.
 	ProbeMetrics prometheus.Gatherer

@@ -83,7 +83,7 @@ func (s *Server) getExec(w http.ResponseWriter, r *http.Request) {
 		_ = streaming.WriteError(err, w)
 		return
 	}
-	proxyStream(w, r, resp.GetUrl(), streamOpts)
+	s.proxyStream(w, r, "exec", resp.GetUrl(), streamOpts)
 }
 
 // getAttach attaches to a container's main process, as getExec runs a
@@ -109,7 +109,7 @@ func (s *Server) getAttach(w http.ResponseWriter, r *http.Request) {
 		_ = streaming.WriteError(err, w)
 		return
 	}
-	proxyStream(w, r, resp.GetUrl(), streamOpts)
+	s.proxyStream(w, r, "attach", resp.GetUrl(), streamOpts)
 }
 
 // getPortForward forwards ports of a pod's sandbox. Over SPDY the ports
@@ -159,6 +159,7 @@ func (s *Server) getPortForward(w http.ResponseWriter, r *http.Request) {
 	}
 	var handler http.Handler = proxy.NewUpgradeAwareHandler(u, nil /*transport*/, false /*wrapTransport*/, true /*upgradeRequired*/, responder{})
 	if websocketSPDYTunnel {
+		s.opts.StreamMetrics.countWebSocket("portforward")
 		handler = translator.NewTunnelingHandler(handler)
 	}
 	handler.ServeHTTP(w, r)
@@ -169,7 +170,7 @@ func (s *Server) getPortForward(w http.ResponseWriter, r *http.Request) {
 // is, a WebSocket v5.channel.k8s.io request translated to SPDY. A request
 // that is no upgrade is 400. The kubelet's proxyStream of earlier releases,
 // which v1.36 inlines into getExec and getAttach with the translation.
-func proxyStream(w http.ResponseWriter, r *http.Request, rawURL string, streamOpts *remotecommandserver.Options) {
+func (s *Server) proxyStream(w http.ResponseWriter, r *http.Request, subresource, rawURL string, streamOpts *remotecommandserver.Options) {
 	u, err := url.Parse(rawURL)
 	if err != nil {
 		http.Error(w, fmt.Sprintf("the runtime's streaming URL: %v", err), http.StatusInternalServerError)
@@ -177,6 +178,7 @@ func proxyStream(w http.ResponseWriter, r *http.Request, rawURL string, streamOp
 	}
 	var handler http.Handler = proxy.NewUpgradeAwareHandler(u, nil /*transport*/, false /*wrapTransport*/, true /*upgradeRequired*/, responder{})
 	if wsstream.IsWebSocketRequestWithStreamCloseProtocol(r) {
+		s.opts.StreamMetrics.countWebSocket(subresource)
 		handler = translator.NewStreamTranslatorHandler(u, nil, 0, translator.Options{
 			Stdin: streamOpts.Stdin, Stdout: streamOpts.Stdout, Stderr: streamOpts.Stderr, Tty: streamOpts.TTY,
 		})

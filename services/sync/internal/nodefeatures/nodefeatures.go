@@ -13,6 +13,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/version"
 	ndf "k8s.io/component-helpers/nodedeclaredfeatures"
+	"k8s.io/component-helpers/nodedeclaredfeatures/features/extendwebsocketstokubelet"
 	"k8s.io/component-helpers/nodedeclaredfeatures/features/restartallcontainers"
 	ndftypes "k8s.io/component-helpers/nodedeclaredfeatures/types"
 )
@@ -24,6 +25,10 @@ import (
 // DRA, ...) stay undeclared because sync does not do them.
 var implementedGates = ndftypes.FeatureGateMap{
 	restartallcontainers.RestartAllContainersOnContainerExits: true,
+	// The node API serves kubectl's WebSockets itself, translating them
+	// for the runtime's SPDY streaming server (nodeapi/streaming.go), so
+	// the API server may pass them through rather than translate them.
+	extendwebsocketstokubelet.ExtendWebSocketsToKubeletFeatureGate: true,
 }
 
 // kubeletVersion is the release sync tracks: a feature whose MaxVersion is

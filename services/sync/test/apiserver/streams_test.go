@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
@@ -40,8 +42,8 @@ const (
 
 // TestKubectlStreamsThroughAPIServer: kubectl exec and port-forward reach a
 // container on containerd as on a kubelet's node: kubectl talks to the API
-// server (WebSocket by default, SPDY when told to), which translates to
-// SPDY for a node that does not declare ExtendWebSocketsToKubelet, dials
+// server (WebSocket by default, SPDY when told to), which passes
+// WebSockets through to a node declaring ExtendWebSocketsToKubelet, dials
 // sync's node API with its kubelet client certificate, and sync proxies the
 // stream to containerd's streaming server through the URL the gateway got
 // from CRI Exec or PortForward. stdout, stderr, stdin and the exit code of
@@ -52,7 +54,7 @@ func TestKubectlStreamsThroughAPIServer(t *testing.T) {
 	image := busyboxImage()
 	admin, kubeconfig := kubeClient(t)
 	ctx := t.Context()
-	_, s, node, _ := nodeAPIStack(t, pki, endpoint)
+	_, s, node, nodeAPIPort := nodeAPIStack(t, pki, endpoint)
 
 	// A host-network pod (the private containerd has no CNI) serving
 	// index.html and a 16 MiB file on a free port of this machine.
@@ -194,6 +196,17 @@ func TestKubectlStreamsThroughAPIServer(t *testing.T) {
 			}
 			t.Logf("16 MiB through kubectl port-forward in %v: %.0f MiB/s", took.Round(time.Millisecond), 16/took.Seconds())
 		})
+	}
+
+	// The Node declares ExtendWebSocketsToKubelet, so the API server passed
+	// kubectl's WebSockets through and the node API translated them for
+	// the runtime, as a v1.36 kubelet does: its counter says so.
+	raw := nodeAPIGet(t, pki, nodeAPIPort, "/metrics")
+	for _, sub := range []string{"exec", "portforward"} {
+		line := fmt.Sprintf(`kubelet_websocket_streaming_requests_total{subresource=%q}`, sub)
+		if !strings.Contains(string(raw), line) {
+			t.Errorf("the node API counted no WebSocket %s (%s): the API server translated it instead", sub, line)
+		}
 	}
 }
 
@@ -367,4 +380,33 @@ func freePort(t *testing.T) int {
 	}
 	defer ln.Close()
 	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// nodeAPIGet reads path from the node API on 127.0.0.1:port as the API
+// server does, with its kubelet client certificate (the API server's
+// nodes/proxy refuses loopback addresses).
+func nodeAPIGet(t *testing.T, pki string, port int32, path string) []byte {
+	t.Helper()
+	caPEM, err := os.ReadFile(filepath.Join(pki, "ca.crt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	roots := x509.NewCertPool()
+	roots.AppendCertsFromPEM(caPEM)
+	cert, err := tls.LoadX509KeyPair(filepath.Join(pki, "kubelet-client.crt"), filepath.Join(pki, "kubelet-client.key"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots, Certificates: []tls.Certificate{cert}}}
+	defer tr.CloseIdleConnections()
+	resp, err := (&http.Client{Transport: tr}).Get(fmt.Sprintf("https://127.0.0.1:%d%s", port, path))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s from the node API: %d %s", path, resp.StatusCode, body)
+	}
+	return body
 }
