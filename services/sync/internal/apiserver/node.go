@@ -150,8 +150,10 @@ type NodeRegistrar struct {
 	// runtimeState.podCIDR); "" until the first hand-over, so a
 	// restarted sync hands it over again.
 	podCIDR string
-	// lastRuntimeOK is when the runtime last answered Status.
-	lastRuntimeOK time.Time
+	// lastRuntimeOK is when the runtime last answered Status, and
+	// lastRuntimeStatus that answer.
+	lastRuntimeOK     time.Time
+	lastRuntimeStatus *runtimeapi.StatusResponse
 
 	// statusMu serializes status syncs (the kubelet's syncNodeStatusMux)
 	// and guards lastReport, when the status was last patched, and
@@ -267,6 +269,7 @@ func (r *NodeRegistrar) fillStatus(ctx context.Context, n *v1.Node) error {
 	if err := r.runtimeErrors(ctx); err != nil {
 		ready.Status, ready.Reason, ready.Message = v1.ConditionFalse, "KubeletNotReady", err.Error()
 	}
+	r.setRuntimeFeatures(n)
 	// Keep the transition time while Ready keeps its status.
 	for _, c := range n.Status.Conditions {
 		if c.Type == v1.NodeReady && c.Status == ready.Status && !c.LastTransitionTime.IsZero() {
@@ -546,7 +549,35 @@ func (r *NodeRegistrar) runtimeErrors(ctx context.Context) error {
 		return nil // the last answer stands until the threshold
 	}
 	r.lastRuntimeOK = now
+	r.lastRuntimeStatus = resp
 	return errors.Join(runtimestate.Errors(resp.GetStatus()))
+}
+
+// setRuntimeFeatures sets what the runtime last said it supports, as the
+// kubelet's RuntimeHandlers and NodeFeatures setters do from CRI Status:
+// each runtime handler, and whether the runtime honours a pod's
+// supplementalGroupsPolicy (SupplementalGroupsPolicy, GA in v1.36; left
+// unset when the runtime does not say). A handler's recursive read-only
+// mounts and user namespaces are reported false whatever the runtime
+// says: sync refuses both (recursiveReadOnly: Enabled, hostUsers: false),
+// so no pod needing them may be placed here.
+func (r *NodeRegistrar) setRuntimeFeatures(n *v1.Node) {
+	r.mu.Lock()
+	resp := r.lastRuntimeStatus
+	r.mu.Unlock()
+	if resp == nil {
+		return
+	}
+	handlers := make([]v1.NodeRuntimeHandler, 0, len(resp.GetRuntimeHandlers()))
+	for _, h := range resp.GetRuntimeHandlers() {
+		handlers = append(handlers, v1.NodeRuntimeHandler{Name: h.GetName(), Features: &v1.NodeRuntimeHandlerFeatures{
+			RecursiveReadOnlyMounts: ptr(false), UserNamespaces: ptr(false),
+		}})
+	}
+	n.Status.RuntimeHandlers = handlers
+	if f := resp.GetFeatures(); f != nil {
+		n.Status.Features = &v1.NodeFeatures{SupplementalGroupsPolicy: ptr(f.GetSupplementalGroupsPolicy())}
+	}
 }
 
 // fastStatusUpdate polls every 100 ms after registration until the node

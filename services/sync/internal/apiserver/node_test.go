@@ -299,8 +299,16 @@ func (f *fakeRuntime) Status(context.Context, *runtimeapi.StatusRequest, ...grpc
 		network = &runtimeapi.RuntimeCondition{Type: runtimeapi.NetworkReady, Reason: "NetworkPluginNotReady",
 			Message: "Network plugin returns error: cni plugin not initialized"}
 	}
-	return &runtimeapi.StatusResponse{Status: &runtimeapi.RuntimeStatus{Conditions: []*runtimeapi.RuntimeCondition{
-		{Type: runtimeapi.RuntimeReady, Status: true}, network}}}, nil
+	return &runtimeapi.StatusResponse{
+		Status: &runtimeapi.RuntimeStatus{Conditions: []*runtimeapi.RuntimeCondition{
+			{Type: runtimeapi.RuntimeReady, Status: true}, network}},
+		// As containerd 2.x answers.
+		RuntimeHandlers: []*runtimeapi.RuntimeHandler{
+			{Name: "", Features: &runtimeapi.RuntimeHandlerFeatures{RecursiveReadOnlyMounts: true, UserNamespaces: true}},
+			{Name: "runc", Features: &runtimeapi.RuntimeHandlerFeatures{RecursiveReadOnlyMounts: true, UserNamespaces: true}},
+		},
+		Features: &runtimeapi.RuntimeFeatures{SupplementalGroupsPolicy: true},
+	}, nil
 }
 
 func (f *fakeRuntime) Version(context.Context, *runtimeapi.VersionRequest, ...grpc.CallOption) (*runtimeapi.VersionResponse, error) {
@@ -591,6 +599,33 @@ func TestParseRuntimeVersion(t *testing.T) {
 	} {
 		if got := parseRuntimeVersion(tc.raw); got != tc.want {
 			t.Errorf("%s: parseRuntimeVersion(%q) = %q, want %q", tc.desc, tc.raw, got, tc.want)
+		}
+	}
+}
+
+// The Node reports the runtime's handlers and whether it honours
+// supplementalGroupsPolicy (the kubelet's RuntimeHandlers and NodeFeatures
+// setters), with recursive read-only mounts and user namespaces false:
+// sync refuses pods needing them whatever the runtime can do.
+func TestNodeReportsRuntimeHandlersAndFeatures(t *testing.T) {
+	client := fake.NewClientset()
+	r := NewNodeRegistrar(client, NodeOptions{Name: "n1", Report: report, Runtime: &fakeRuntime{podCIDRs: []string{"10.0.0.0/24"}}})
+	if err := r.Register(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	n, err := client.CoreV1().Nodes().Get(t.Context(), "n1", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f := n.Status.Features; f == nil || f.SupplementalGroupsPolicy == nil || !*f.SupplementalGroupsPolicy {
+		t.Errorf("status.features = %+v, want supplementalGroupsPolicy true", f)
+	}
+	if len(n.Status.RuntimeHandlers) != 2 || n.Status.RuntimeHandlers[1].Name != "runc" {
+		t.Fatalf("status.runtimeHandlers = %+v, want the runtime's two", n.Status.RuntimeHandlers)
+	}
+	for _, h := range n.Status.RuntimeHandlers {
+		if f := h.Features; f == nil || f.RecursiveReadOnlyMounts == nil || *f.RecursiveReadOnlyMounts || f.UserNamespaces == nil || *f.UserNamespaces {
+			t.Errorf("handler %q features %+v, want both false", h.Name, f)
 		}
 	}
 }

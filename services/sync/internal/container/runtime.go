@@ -110,6 +110,10 @@ type Status struct {
 	Reason  string
 	Message string
 
+	// User is the identity the runtime started the process with (CRI
+	// ContainerStatus.User); nil when the runtime does not say.
+	User *v1.ContainerUser
+
 	// Resources are the requests and limits the instance was created with
 	// (its allocation; sync does not resize containers in place), as
 	// recorded on it; nil for an instance without the record.

@@ -279,6 +279,13 @@ func toContainerStatus(ctx context.Context, runtimeName string, s *runtimeapi.Co
 		Reason:    s.GetReason(),
 		Message:   s.GetMessage(),
 	}
+	if u := s.GetUser(); u != nil {
+		// The kubelet's toKubeContainerUser.
+		st.User = &v1.ContainerUser{}
+		if l := u.GetLinux(); l != nil {
+			st.User.Linux = &v1.LinuxContainerUser{UID: l.GetUid(), GID: l.GetGid(), SupplementalGroups: l.GetSupplementalGroups()}
+		}
+	}
 	if info != nil {
 		st.Hash = info.Hash
 		st.RestartCount = info.RestartCount

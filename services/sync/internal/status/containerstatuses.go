@@ -255,6 +255,9 @@ func convertContainerStatus(cs *container.Status, old *v1.ContainerStatus, podRe
 		// The resolved reference (digest) is what the API calls imageID.
 		ImageID:     cs.ImageRef,
 		ContainerID: cid,
+		// The identity the process runs with, as the runtime reports it
+		// (SupplementalGroupsPolicy, GA in v1.36).
+		User: cs.User.DeepCopy(),
 	}
 	if old != nil {
 		status.VolumeMounts = old.VolumeMounts

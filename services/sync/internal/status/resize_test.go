@@ -63,3 +63,15 @@ func TestInstancesWithoutTheRecordReportTheSpec(t *testing.T) {
 		t.Errorf("PodResizePending = %+v, want none", c)
 	}
 }
+
+// The runtime's word on the process's identity is the status's user.
+func TestContainerUserIsTheRuntimes(t *testing.T) {
+	pod := newPod(v1.RestartPolicyAlways, "app")
+	instance := running("app", "a1", 0, 0)
+	instance.User = &v1.ContainerUser{Linux: &v1.LinuxContainerUser{UID: 1000, GID: 3000, SupplementalGroups: []int64{3000, 4000}}}
+	s := GenerateAPIPodStatus(pod, rt(instance), Inputs{Clock: &fixedClock{now: t0}})
+	u := s.ContainerStatuses[0].User
+	if u == nil || u.Linux == nil || u.Linux.UID != 1000 || u.Linux.GID != 3000 || len(u.Linux.SupplementalGroups) != 2 {
+		t.Errorf("user = %+v, want uid 1000, gid 3000, groups [3000 4000]", u)
+	}
+}
