@@ -379,61 +379,80 @@ func (m *Manager) postStartHook(ctx context.Context, cid container.ContainerID, 
 
 // ensureImageExists applies the container's pull policy and the image-pull
 // back-off, returning the image reference to run and, when it was already
-// present, the image as ImageStatus described it (nil after a pull).
-// Matches the kubelet's imageManager.EnsureImageExists: Never needs the
-// image present, IfNotPresent pulls only when absent, Always pulls every
-// time; and, as KubeletEnsureSecretPulledImages (on by default) has it, an
-// image present because sync pulled it with a Secret's login counts as
-// present only for pods that offer that login (pullcreds.Records.MustPull):
-// others pull it again with their own credentials, or, under Never, see it
-// as absent.
+// present, the image as ImageStatus described it (nil after a pull). Its
+// events name the container; a failure is its waiting reason.
 func (m *Manager) ensureImageExists(ctx context.Context, pod *v1.Pod, spec *v1.Container, sbConfig *runtimeapi.PodSandboxConfig) (string, *runtimeapi.Image, error) {
-	image := &runtimeapi.ImageSpec{Image: spec.Image}
+	event := func(eventtype, reason, messageFmt string, args ...any) {
+		m.opts.Recorder.EventfContainer(pod, spec.Name, eventtype, reason, messageFmt, args...)
+	}
+	ref, present, waiting, err := m.ensureImage(ctx, pod, spec.Image, spec.ImagePullPolicy, sbConfig, event)
+	if err != nil {
+		m.setWaiting(pod.UID, spec.Name, waiting)
+		return "", nil, err
+	}
+	return ref, present, nil
+}
+
+// imageEventFunc records one of ensureImage's events: on the container
+// whose image it is, or on the pod for an image volume (the kubelet's
+// objRef).
+type imageEventFunc func(eventtype, reason, messageFmt string, args ...any)
+
+// ensureImage makes image present for pod under policy, as the kubelet's
+// imageManager.EnsureImageExists: Never needs the image present,
+// IfNotPresent pulls only when absent, Always pulls every time; and, as
+// KubeletEnsureSecretPulledImages (on by default) has it, an image present
+// because sync pulled it with a Secret's login counts as present only for
+// pods that offer that login (pullcreds.Records.MustPull): others pull it
+// again with their own credentials, or, under Never, see it as absent.
+// Pulls use the pod's imagePullSecrets and the image-pull back-off, keyed
+// by pod and image. It returns the image reference and, when the image was
+// already present, the image as ImageStatus described it (nil after a
+// pull); on failure, the waiting reason and message a container needing
+// the image shows (ErrImageInspect, ErrImageNeverPull, ImagePullBackOff,
+// ErrImagePull), and the error.
+func (m *Manager) ensureImage(ctx context.Context, pod *v1.Pod, imageName string, policy v1.PullPolicy, sbConfig *runtimeapi.PodSandboxConfig, event imageEventFunc) (string, *runtimeapi.Image, *WaitingReason, error) {
+	image := &runtimeapi.ImageSpec{Image: imageName}
 	var present *runtimeapi.Image
-	if spec.ImagePullPolicy != v1.PullAlways {
+	if policy != v1.PullAlways {
 		resp, err := m.images.ImageStatus(ctx, &runtimeapi.ImageStatusRequest{Image: image})
 		if err != nil {
-			m.setWaiting(pod.UID, spec.Name, &WaitingReason{Reason: "ErrImageInspect", Message: err.Error()})
-			return "", nil, fmt.Errorf("inspect image %q: %w", spec.Image, err)
+			return "", nil, &WaitingReason{Reason: "ErrImageInspect", Message: err.Error()}, fmt.Errorf("inspect image %q: %w", imageName, err)
 		}
 		present = resp.GetImage()
 	}
-	rec := m.opts.Recorder
-	credentials := sync.OnceValues(func() ([]pullcreds.Credential, error) { return m.pullCredentials(ctx, pod, spec.Image) })
+	credentials := sync.OnceValues(func() ([]pullcreds.Credential, error) { return m.pullCredentials(ctx, pod, imageName) })
 	if present.GetId() != "" {
-		mustPull, err := m.pulls.MustPull(spec.Image, present.GetId(), credentials)
+		mustPull, err := m.pulls.MustPull(imageName, present.GetId(), credentials)
 		if err != nil {
-			loggerFrom(ctx).Warn("cannot check the pod's credentials for a present image: pulling it", zap.String("image", spec.Image), zap.Error(err))
+			loggerFrom(ctx).Warn("cannot check the pod's credentials for a present image: pulling it", zap.String("image", imageName), zap.Error(err))
 		}
 		if !mustPull {
-			rec.EventfContainer(pod, spec.Name, v1.EventTypeNormal, events.PulledImage, "Container image %q already present on machine and can be accessed by the pod", spec.Image)
-			return present.GetId(), present, nil
+			event(v1.EventTypeNormal, events.PulledImage, "Container image %q already present on machine and can be accessed by the pod", imageName)
+			return present.GetId(), present, nil, nil
 		}
 	}
-	if spec.ImagePullPolicy == v1.PullNever {
+	if policy == v1.PullNever {
 		// Present but not the pod's to use reads as absent, so that the
 		// image's presence is not revealed.
-		msg := fmt.Sprintf("Container image %q is not present with pull policy of Never", spec.Image)
-		m.setWaiting(pod.UID, spec.Name, &WaitingReason{Reason: ReasonErrImageNeverPull, Message: msg})
-		rec.EventfContainer(pod, spec.Name, v1.EventTypeWarning, events.ErrImageNeverPullPolicy, "%s", msg)
-		return "", nil, errors.New(msg)
+		msg := fmt.Sprintf("Container image %q is not present with pull policy of Never", imageName)
+		event(v1.EventTypeWarning, events.ErrImageNeverPullPolicy, "%s", msg)
+		return "", nil, &WaitingReason{Reason: ReasonErrImageNeverPull, Message: msg}, errors.New(msg)
 	}
-	if msg, err := m.opts.ImagePull.CheckImagePull(pod.UID, spec.Image); err != nil {
-		m.setWaiting(pod.UID, spec.Name, &WaitingReason{Reason: err.Error(), Message: msg})
-		rec.EventfContainer(pod, spec.Name, v1.EventTypeNormal, events.BackOffPullImage, "%s", msg)
-		return "", nil, err
+	if msg, err := m.opts.ImagePull.CheckImagePull(pod.UID, imageName); err != nil {
+		event(v1.EventTypeNormal, events.BackOffPullImage, "%s", msg)
+		return "", nil, &WaitingReason{Reason: err.Error(), Message: msg}, err
 	}
-	rec.EventfContainer(pod, spec.Name, v1.EventTypeNormal, events.PullingImage, "Pulling image %q", spec.Image)
+	event(v1.EventTypeNormal, events.PullingImage, "Pulling image %q", imageName)
 	start := time.Now()
 	ref, err := m.pullImage(ctx, image, sbConfig, credentials)
 	if err != nil {
-		msg, reason := m.opts.ImagePull.ImagePullFailed(pod.UID, spec.Image, err)
-		m.setWaiting(pod.UID, spec.Name, &WaitingReason{Reason: reason.Error(), Message: msg})
-		rec.EventfContainer(pod, spec.Name, v1.EventTypeWarning, events.FailedToPullImage, "Failed to pull image %q: %v", spec.Image, err)
-		return "", nil, fmt.Errorf("%w: %s", backoff.ErrImagePull, msg)
+		msg, reason := m.opts.ImagePull.ImagePullFailed(pod.UID, imageName, err)
+		event(v1.EventTypeWarning, events.FailedToPullImage, "Failed to pull image %q: %v", imageName, err)
+		return "", nil, &WaitingReason{Reason: reason.Error(), Message: msg}, fmt.Errorf("%w: %s", backoff.ErrImagePull, msg)
 	}
-	rec.EventfContainer(pod, spec.Name, v1.EventTypeNormal, events.PulledImage, "Successfully pulled image %q in %s", spec.Image, time.Since(start).Round(time.Millisecond))
-	return ref, nil, nil
+	event(v1.EventTypeNormal, events.PulledImage, "Successfully pulled image %q in %s", imageName, time.Since(start).Round(time.Millisecond))
+	return ref, nil, nil, nil
 }
 
 // pullImage pulls image, recording the pull for later pods' access checks.
