@@ -76,8 +76,10 @@ func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod, podStatus *container
 //     instance of its init and regular containers (ContainersToReset);
 //  3. purge init containers when a new sandbox starts the pod over;
 //  4. create the sandbox if needed;
-//  5. start ephemeral, then init, then regular containers (startContainer),
-//     each subject to crash-loop and image-pull back-off.
+//  5. pull the images of the pod's image volumes (getImageVolumes);
+//  6. start ephemeral, then init, then regular containers (startContainer),
+//     each subject to crash-loop and image-pull back-off; one that mounts
+//     an image volume whose pull failed waits with that failure.
 //
 // A container that cannot start records a waiting reason (ContainerWaiting)
 // and does not stop the others, as in the kubelet; the returned error joins
@@ -172,6 +174,7 @@ func (m *Manager) SyncPodWithResult(ctx context.Context, pod *v1.Pod, podStatus 
 		}
 		podIPs = sandboxIPs(sbStatus.GetStatus())
 	}
+	imageVolumes := m.getImageVolumes(ctx, pod, sbConfig)
 
 	var errs []error
 	start := func(spec *v1.Container, typ string) error {
@@ -181,7 +184,14 @@ func (m *Manager) SyncPodWithResult(ctx context.Context, pod *v1.Pod, podStatus 
 			m.opts.Recorder.EventfContainer(pod, spec.Name, v1.EventTypeWarning, events.BackOffStartContainer, "Back-off restarting failed container %s in pod %s", spec.Name, backoff.FormatPod(pod))
 			return err
 		}
-		id, created, err := m.startContainer(ctx, pod, podStatus, sandboxID, sbConfig, spec, podIPs)
+		// Failed late, on each container that mounts a missing image
+		// volume, so that it shows ErrImagePull or ImagePullBackOff.
+		vols, err := m.toContainerImageVolumes(pod, spec, imageVolumes)
+		if err != nil {
+			log.Warn("container start failed", zap.String("container", spec.Name), zap.String("type", typ), zap.Error(err))
+			return err
+		}
+		id, created, err := m.startContainer(ctx, pod, podStatus, sandboxID, sbConfig, spec, podIPs, vols)
 		res.Acted = res.Acted || created
 		if id != "" {
 			res.CreatedContainers = append(res.CreatedContainers, id)
@@ -303,7 +313,7 @@ func (m *Manager) purgeInitContainers(ctx context.Context, pod *v1.Pod, podStatu
 // ID once CreateContainer returned one. created reports whether
 // CreateContainer was called, successfully or not: from then on the pod's
 // runtime state may have changed.
-func (m *Manager) startContainer(ctx context.Context, pod *v1.Pod, podStatus *container.PodStatus, sandboxID string, sbConfig *runtimeapi.PodSandboxConfig, spec *v1.Container, podIPs []string) (id string, created bool, retErr error) {
+func (m *Manager) startContainer(ctx context.Context, pod *v1.Pod, podStatus *container.PodStatus, sandboxID string, sbConfig *runtimeapi.PodSandboxConfig, spec *v1.Container, podIPs []string, imageVolumes map[string]*runtimeapi.ImageSpec) (id string, created bool, retErr error) {
 	ctx, span := startStep(ctx, "startContainer", tracing.ContainerAttribute(spec.Name))
 	defer func() { endStep(span, retErr) }()
 	// Known before anything is created, so that the started container's ID
@@ -327,7 +337,7 @@ func (m *Manager) startContainer(ctx context.Context, pod *v1.Pod, podStatus *co
 	}
 
 	createCtx, createSpan := startStep(ctx, "createContainer")
-	cfg, err := m.containerConfig(createCtx, pod, spec, restartCount, imageRef, image, podIPs, podStatus)
+	cfg, err := m.containerConfig(createCtx, pod, spec, restartCount, imageRef, image, podIPs, podStatus, imageVolumes)
 	if err != nil {
 		endStep(createSpan, err)
 		m.setWaiting(pod.UID, spec.Name, &WaitingReason{Reason: ReasonCreateContainerConfigError, Message: err.Error()})
@@ -562,9 +572,10 @@ func restartCountFromLogDir(dir string) int {
 // from a new ImageStatus of imageRef when there is none (after a pull). The
 // kubelet's getImageUser always asks again; the first answer describes the
 // same image, and a start is one call cheaper.
-func (m *Manager) containerConfig(ctx context.Context, pod *v1.Pod, spec *v1.Container, restartCount int, imageRef string, image *runtimeapi.Image, podIPs []string, podStatus *container.PodStatus) (*runtimeapi.ContainerConfig, error) {
+func (m *Manager) containerConfig(ctx context.Context, pod *v1.Pod, spec *v1.Container, restartCount int, imageRef string, image *runtimeapi.Image, podIPs []string, podStatus *container.PodStatus, imageVolumes map[string]*runtimeapi.ImageSpec) (*runtimeapi.ContainerConfig, error) {
 	opts := m.opts.Container
 	opts.recorder = m.opts.Recorder
+	opts.ImageVolumes = imageVolumes
 	if image == nil {
 		resp, err := m.images.ImageStatus(ctx, &runtimeapi.ImageStatusRequest{Image: &runtimeapi.ImageSpec{Image: imageRef}})
 		if err != nil {
