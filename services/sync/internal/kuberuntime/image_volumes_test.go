@@ -357,3 +357,32 @@ func (f *countingImages) ImageStatus(ctx context.Context, req *runtimeapi.ImageS
 	f.statuses++
 	return f.imageVolumeCRI.ImageStatus(ctx, req, opts...)
 }
+
+// An image that cannot be inspected fails as in the kubelet's
+// imagePullPrecheck: ImageInspectError and an InspectFailed event.
+func TestEnsureImageInspectError(t *testing.T) {
+	cri := &failingImageStatus{imageVolumeCRI: newImageVolumeCRI()}
+	recorder := &events.FakeRecorder{}
+	m := newImageVolumeManager(t, cri.imageVolumeCRI, recorder)
+	m.images = cri
+	pod := makeTestPod()
+	pod.Spec.Containers = pod.Spec.Containers[:1]
+
+	if _, err := m.SyncPodWithResult(context.Background(), pod, &container.PodStatus{ID: pod.UID}, &fakeProbes{}, false); err == nil {
+		t.Fatal("SyncPod succeeded")
+	}
+	msg := fmt.Sprintf("Failed to inspect image %q: rpc error: code = Unavailable desc = image store down", testImage)
+	if w, _ := m.ContainerWaiting(pod.UID, "foo1"); w.Reason != ReasonImageInspectError || w.Message != msg {
+		t.Errorf("foo1 waits %+v, want %s: %s", w, ReasonImageInspectError, msg)
+	}
+	if want := "Warning InspectFailed " + msg + " spec.containers{foo1}"; !slices.Contains(recorder.Events(), want) {
+		t.Errorf("no event %q in %q", want, recorder.Events())
+	}
+}
+
+// failingImageStatus fails every ImageStatus.
+type failingImageStatus struct{ *imageVolumeCRI }
+
+func (f *failingImageStatus) ImageStatus(context.Context, *runtimeapi.ImageStatusRequest, ...grpc.CallOption) (*runtimeapi.ImageStatusResponse, error) {
+	return nil, status.Error(codes.Unavailable, "image store down")
+}

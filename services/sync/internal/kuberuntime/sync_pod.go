@@ -33,6 +33,7 @@ const (
 	ReasonCreateContainerError       = "CreateContainerError"
 	ReasonRunContainerError          = "RunContainerError"
 	ReasonErrImageNeverPull          = "ErrImageNeverPull"
+	ReasonImageInspectError          = "ImageInspectError"
 )
 
 // SyncResult says what SyncPodWithResult did, so that the caller knows
@@ -419,7 +420,7 @@ type imageEventFunc func(eventtype, reason, messageFmt string, args ...any)
 // by pod and image. It returns the image reference and, when the image was
 // already present, the image as ImageStatus described it (nil after a
 // pull); on failure, the waiting reason and message a container needing
-// the image shows (ErrImageInspect, ErrImageNeverPull, ImagePullBackOff,
+// the image shows (ImageInspectError, ErrImageNeverPull, ImagePullBackOff,
 // ErrImagePull), and the error.
 func (m *Manager) ensureImage(ctx context.Context, pod *v1.Pod, imageName string, policy v1.PullPolicy, sbConfig *runtimeapi.PodSandboxConfig, event imageEventFunc) (string, *runtimeapi.Image, *WaitingReason, error) {
 	image := &runtimeapi.ImageSpec{Image: imageName}
@@ -427,7 +428,11 @@ func (m *Manager) ensureImage(ctx context.Context, pod *v1.Pod, imageName string
 	if policy != v1.PullAlways {
 		resp, err := m.images.ImageStatus(ctx, &runtimeapi.ImageStatusRequest{Image: image})
 		if err != nil {
-			return "", nil, &WaitingReason{Reason: "ErrImageInspect", Message: err.Error()}, fmt.Errorf("inspect image %q: %w", imageName, err)
+			// The kubelet's imagePullPrecheck; its message quotes the
+			// image ID it failed to get (always ""), this one the image.
+			msg := fmt.Sprintf("Failed to inspect image %q: %v", imageName, err)
+			event(v1.EventTypeWarning, events.FailedToInspectImage, "%s", msg)
+			return "", nil, &WaitingReason{Reason: ReasonImageInspectError, Message: msg}, fmt.Errorf("inspect image %q: %w", imageName, err)
 		}
 		present = resp.GetImage()
 	}
