@@ -41,9 +41,10 @@ type imageVolumePullResult struct {
 // has no image volume. Matches the kubelet's getImageVolumes.
 //
 // The v1.36.3 kubelet calls it on every SyncPod; SyncPod calls it only
-// when a container is to start, as kubernetes/kubernetes#138655 (merged
-// after v1.36.3) does, so that the syncs of a running pod neither pull
-// nor record a Pulled event for each image volume every time.
+// when a container is about to start (past its crash-loop back-off), as
+// kubernetes/kubernetes#138655 (merged after v1.36.3) does, so that the
+// syncs of a running or crash-looping pod neither pull nor record a Pulled
+// event for each image volume every time.
 func (m *Manager) getImageVolumes(ctx context.Context, pod *v1.Pod, sbConfig *runtimeapi.PodSandboxConfig) imageVolumePulls {
 	var res imageVolumePulls
 	event := func(eventtype, reason, messageFmt string, args ...any) {

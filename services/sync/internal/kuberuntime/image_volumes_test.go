@@ -330,20 +330,41 @@ func TestSyncPodImageVolumeNeverPull(t *testing.T) {
 }
 
 // A sync that starts nothing neither looks at nor pulls image volumes (as
-// kubernetes/kubernetes#138655), so a running pod records no event.
-func TestSyncPodImageVolumesSteadyState(t *testing.T) {
-	cri := &countingImages{imageVolumeCRI: newImageVolumeCRI(toolsImage)}
-	recorder := &events.FakeRecorder{}
-	m := newImageVolumeManager(t, cri.imageVolumeCRI, recorder)
-	m.images = cri
-	pod := makeTestPod()
-	withImageVolume(pod, v1.PullAlways, "")
+// kubernetes/kubernetes#138655), so a running or crash-looping pod records
+// no event each time.
+func TestSyncPodImageVolumesNotPulledWithoutStart(t *testing.T) {
+	for _, tc := range []struct {
+		desc   string
+		status func(*v1.Pod) *container.PodStatus
+		// syncs before the one checked
+		before int
+	}{
+		{desc: "running pod", status: makeTestPodStatus},
+		{desc: "the only container to start is in crash-loop back-off", status: justExited, before: 1},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			cri := &countingImages{imageVolumeCRI: newImageVolumeCRI(toolsImage)}
+			recorder := &events.FakeRecorder{}
+			m := newImageVolumeManager(t, cri.imageVolumeCRI, recorder)
+			m.images = cri
+			pod := makeTestPod()
+			withImageVolume(pod, v1.PullAlways, "")
+			ps := tc.status(pod)
+			for range tc.before {
+				_, _ = m.SyncPodWithResult(context.Background(), pod, ps, &fakeProbes{}, false)
+			}
+			statuses, calls, evs := cri.statuses, len(cri.calls()), len(recorder.Events())
 
-	if _, err := m.SyncPodWithResult(context.Background(), pod, makeTestPodStatus(pod), &fakeProbes{}, false); err != nil {
-		t.Fatalf("SyncPod: %v", err)
-	}
-	if cri.statuses != 0 || len(cri.calls()) != 0 || len(recorder.Events()) != 0 {
-		t.Errorf("running pod: %d ImageStatus calls, mutations %q, events %q; want none", cri.statuses, cri.calls(), recorder.Events())
+			_, _ = m.SyncPodWithResult(context.Background(), pod, ps, &fakeProbes{}, false)
+			if cri.statuses != statuses || len(cri.calls()) != calls {
+				t.Errorf("sync: %d ImageStatus calls, mutations %q; want none", cri.statuses-statuses, cri.calls()[calls:])
+			}
+			for _, ev := range recorder.Events()[evs:] {
+				if strings.Contains(ev, toolsImage) {
+					t.Errorf("event %q", ev)
+				}
+			}
+		})
 	}
 }
 

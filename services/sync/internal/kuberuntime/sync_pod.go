@@ -77,10 +77,11 @@ func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod, podStatus *container
 //     instance of its init and regular containers (ContainersToReset);
 //  3. purge init containers when a new sandbox starts the pod over;
 //  4. create the sandbox if needed;
-//  5. pull the images of the pod's image volumes (getImageVolumes);
-//  6. start ephemeral, then init, then regular containers (startContainer),
-//     each subject to crash-loop and image-pull back-off; one that mounts
-//     an image volume whose pull failed waits with that failure.
+//  5. start ephemeral, then init, then regular containers (startContainer),
+//     each subject to crash-loop and image-pull back-off; the first start
+//     past its crash-loop back-off first pulls the images of the pod's
+//     image volumes (getImageVolumes), and a container that mounts one
+//     whose pull failed waits with that failure.
 //
 // A container that cannot start records a waiting reason (ContainerWaiting)
 // and does not stop the others, as in the kubelet; the returned error joins
@@ -175,7 +176,10 @@ func (m *Manager) SyncPodWithResult(ctx context.Context, pod *v1.Pod, podStatus 
 		}
 		podIPs = sandboxIPs(sbStatus.GetStatus())
 	}
-	imageVolumes := m.getImageVolumes(ctx, pod, sbConfig)
+	// Pulled once, by the first start that gets past its crash-loop
+	// back-off (see getImageVolumes).
+	var imageVolumes imageVolumePulls
+	imageVolumesPulled := false
 
 	var errs []error
 	start := func(spec *v1.Container, typ string) error {
@@ -184,6 +188,9 @@ func (m *Manager) SyncPodWithResult(ctx context.Context, pod *v1.Pod, podStatus 
 			log.Info("back-off restarting failed container", zap.String("container", spec.Name), zap.String("message", msg))
 			m.opts.Recorder.EventfContainer(pod, spec.Name, v1.EventTypeWarning, events.BackOffStartContainer, "Back-off restarting failed container %s in pod %s", spec.Name, backoff.FormatPod(pod))
 			return err
+		}
+		if !imageVolumesPulled {
+			imageVolumes, imageVolumesPulled = m.getImageVolumes(ctx, pod, sbConfig), true
 		}
 		// Failed late, on each container that mounts a missing image
 		// volume, so that it shows ErrImagePull or ImagePullBackOff.
