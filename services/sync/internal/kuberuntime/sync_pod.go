@@ -416,7 +416,7 @@ func (m *Manager) ensureImageExists(ctx context.Context, pod *v1.Pod, spec *v1.C
 // objRef).
 type imageEventFunc func(eventtype, reason, messageFmt string, args ...any)
 
-// ensureImage makes image present for pod under policy, as the kubelet's
+// ensureImage makes imageName present for pod under policy, as the kubelet's
 // imageManager.EnsureImageExists: Never needs the image present,
 // IfNotPresent pulls only when absent, Always pulls every time; and, as
 // KubeletEnsureSecretPulledImages (on by default) has it, an image present
