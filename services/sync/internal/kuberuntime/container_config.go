@@ -209,6 +209,9 @@ type ContainerOptions struct {
 	// TargetContainerID is the runtime ID of an ephemeral container's
 	// targetContainerName, whose PID namespace it joins.
 	TargetContainerID string
+	// ImageVolumes are the images of the container's image volumes, by
+	// volume name, as SyncPod pulled them (toContainerImageVolumes).
+	ImageVolumes map[string]*runtimeapi.ImageSpec
 }
 
 func (o *ContainerOptions) fs() FS {
@@ -251,9 +254,9 @@ func buildContainerLogsPath(containerName string, restartCount int) string {
 // The signature differs from the kubelet's on purpose: the pod IP is
 // podIPs[0] (the kubelet passes both but uses podIPs[0] when it has one);
 // the container type is read from the pod spec, as the kubelet's
-// newContainerAnnotations does; and no cleanup func is returned, because the
-// kubelet's only releases image volumes and device plugin resources, which
-// sync has none of. On error, the termination message file created here is
+// newContainerAnnotations does; and no cleanup func is returned: the
+// kubelet's releases what its subPath preparation (PrepareSafeSubpath)
+// holds, which sync does not make, and image volumes need none. On error, the termination message file created here is
 // removed again.
 //
 // It creates the container's log directory, emptyDir volume directories and
@@ -326,9 +329,11 @@ func generateContainerConfig(ctx context.Context, pod *v1.Pod, c *v1.Container, 
 
 // makeMounts turns the container's volume mounts into CRI mounts. Supported
 // are emptyDir (a directory under PodVolumesRoot, created here), hostPath
-// (the path as is; its type is not checked), and configMap, secret,
+// (the path as is; its type is not checked), configMap, secret,
 // downwardAPI and projected volumes (written here by setUpAtomicVolume and
-// mounted read-only, as the kubelet's plugins report ReadOnly); any other
+// mounted read-only, as the kubelet's plugins report ReadOnly), and image
+// volumes (read-only, the runtime mounts the image SyncPod pulled,
+// opts.ImageVolumes; a subPath is the mount's ImageSubPath); any other
 // volume type, an emptyDir in memory or hugepages, and volumeDevices fail
 // with errdefs.ErrNotImplemented naming the field. subPath and subPathExpr
 // are joined to the volume path and, when missing, created like the
@@ -345,7 +350,20 @@ func makeMounts(ctx context.Context, pod *v1.Pod, c *v1.Container, envs []EnvVar
 	var mounts []*runtimeapi.Mount
 	for i, vm := range c.VolumeMounts {
 		mountField := fmt.Sprintf("%s.volumeMounts[%d]", field, i)
-		volPath, readOnly, err := volumeHostPath(ctx, pod, vm.Name, opts)
+		var (
+			volPath  string
+			readOnly bool
+			image    *runtimeapi.ImageSpec
+			err      error
+		)
+		if vol, volField := podImageVolume(pod, vm.Name); vol != nil {
+			// The runtime mounts the image: no host path, and read-only
+			// as the kubelet's image volume plugin reports.
+			image, err = imageVolumeSpec(vol, volField, opts)
+			readOnly = true
+		} else {
+			volPath, readOnly, err = volumeHostPath(ctx, pod, vm.Name, opts)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", mountField, err)
 		}
@@ -360,6 +378,12 @@ func makeMounts(ctx context.Context, pod *v1.Pod, c *v1.Container, envs []EnvVar
 			if filepath.IsAbs(subPath) || slices.Contains(strings.Split(filepath.ToSlash(subPath), "/"), "..") {
 				return nil, fmt.Errorf("%w: %s: subPath %q must be a relative path without '..'", errdefs.ErrInvalidArgument, mountField, subPath)
 			}
+		}
+		imageSubPath := ""
+		if image != nil {
+			// A path inside the image, for the runtime to resolve.
+			imageSubPath = subPath
+		} else if subPath != "" {
 			hostPath = filepath.Join(volPath, subPath)
 			// Created now so that it is a directory owned like the
 			// volume, not whatever the runtime would make of a missing
@@ -400,6 +424,8 @@ func makeMounts(ctx context.Context, pod *v1.Pod, c *v1.Container, envs []EnvVar
 			HostPath:      hostPath,
 			Readonly:      vm.ReadOnly || readOnly,
 			Propagation:   propagation,
+			Image:         image,
+			ImageSubPath:  imageSubPath,
 		})
 	}
 	return mounts, nil
@@ -454,7 +480,7 @@ func volumeHostPath(ctx context.Context, pod *v1.Pod, name string, opts Containe
 			}
 			return dir, false, nil
 		}
-		return "", false, fmt.Errorf("%w: %s.%s: volume type not supported by splitlet (only emptyDir, hostPath, configMap, secret, downwardAPI and projected)",
+		return "", false, fmt.Errorf("%w: %s.%s: volume type not supported by splitlet (only emptyDir, hostPath, configMap, secret, downwardAPI, projected and image)",
 			errdefs.ErrNotImplemented, volField, volumeSourceName(&vol.VolumeSource))
 	}
 	return "", false, fmt.Errorf("%w: cannot find volume %q to mount into container", errdefs.ErrInvalidArgument, name)

@@ -33,6 +33,7 @@ const (
 	ReasonCreateContainerError       = "CreateContainerError"
 	ReasonRunContainerError          = "RunContainerError"
 	ReasonErrImageNeverPull          = "ErrImageNeverPull"
+	ReasonImageInspectError          = "ImageInspectError"
 )
 
 // SyncResult says what SyncPodWithResult did, so that the caller knows
@@ -77,7 +78,10 @@ func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod, podStatus *container
 //  3. purge init containers when a new sandbox starts the pod over;
 //  4. create the sandbox if needed;
 //  5. start ephemeral, then init, then regular containers (startContainer),
-//     each subject to crash-loop and image-pull back-off.
+//     each subject to crash-loop and image-pull back-off; the first start
+//     past its crash-loop back-off first pulls the images of the pod's
+//     image volumes (getImageVolumes), and a container that mounts one
+//     whose pull failed waits with that failure.
 //
 // A container that cannot start records a waiting reason (ContainerWaiting)
 // and does not stop the others, as in the kubelet; the returned error joins
@@ -172,6 +176,10 @@ func (m *Manager) SyncPodWithResult(ctx context.Context, pod *v1.Pod, podStatus 
 		}
 		podIPs = sandboxIPs(sbStatus.GetStatus())
 	}
+	// Pulled once, by the first start that gets past its crash-loop
+	// back-off (see getImageVolumes).
+	var imageVolumes imageVolumePulls
+	imageVolumesPulled := false
 
 	var errs []error
 	start := func(spec *v1.Container, typ string) error {
@@ -181,7 +189,17 @@ func (m *Manager) SyncPodWithResult(ctx context.Context, pod *v1.Pod, podStatus 
 			m.opts.Recorder.EventfContainer(pod, spec.Name, v1.EventTypeWarning, events.BackOffStartContainer, "Back-off restarting failed container %s in pod %s", spec.Name, backoff.FormatPod(pod))
 			return err
 		}
-		id, created, err := m.startContainer(ctx, pod, podStatus, sandboxID, sbConfig, spec, podIPs)
+		if !imageVolumesPulled {
+			imageVolumes, imageVolumesPulled = m.getImageVolumes(ctx, pod, sbConfig), true
+		}
+		// Failed late, on each container that mounts a missing image
+		// volume, so that it shows ErrImagePull or ImagePullBackOff.
+		vols, err := m.toContainerImageVolumes(pod, spec, imageVolumes)
+		if err != nil {
+			log.Warn("container start failed", zap.String("container", spec.Name), zap.String("type", typ), zap.Error(err))
+			return err
+		}
+		id, created, err := m.startContainer(ctx, pod, podStatus, sandboxID, sbConfig, spec, podIPs, vols)
 		res.Acted = res.Acted || created
 		if id != "" {
 			res.CreatedContainers = append(res.CreatedContainers, id)
@@ -303,7 +321,7 @@ func (m *Manager) purgeInitContainers(ctx context.Context, pod *v1.Pod, podStatu
 // ID once CreateContainer returned one. created reports whether
 // CreateContainer was called, successfully or not: from then on the pod's
 // runtime state may have changed.
-func (m *Manager) startContainer(ctx context.Context, pod *v1.Pod, podStatus *container.PodStatus, sandboxID string, sbConfig *runtimeapi.PodSandboxConfig, spec *v1.Container, podIPs []string) (id string, created bool, retErr error) {
+func (m *Manager) startContainer(ctx context.Context, pod *v1.Pod, podStatus *container.PodStatus, sandboxID string, sbConfig *runtimeapi.PodSandboxConfig, spec *v1.Container, podIPs []string, imageVolumes map[string]*runtimeapi.ImageSpec) (id string, created bool, retErr error) {
 	ctx, span := startStep(ctx, "startContainer", tracing.ContainerAttribute(spec.Name))
 	defer func() { endStep(span, retErr) }()
 	// Known before anything is created, so that the started container's ID
@@ -328,7 +346,7 @@ func (m *Manager) startContainer(ctx context.Context, pod *v1.Pod, podStatus *co
 	}
 
 	createCtx, createSpan := startStep(ctx, "createContainer")
-	cfg, err := m.containerConfig(createCtx, pod, spec, restartCount, imageRef, image, podIPs, podStatus)
+	cfg, err := m.containerConfig(createCtx, pod, spec, restartCount, imageRef, image, podIPs, podStatus, imageVolumes)
 	if err != nil {
 		endStep(createSpan, err)
 		m.setWaiting(pod.UID, spec.Name, &WaitingReason{Reason: ReasonCreateContainerConfigError, Message: err.Error()})
@@ -380,61 +398,84 @@ func (m *Manager) postStartHook(ctx context.Context, cid container.ContainerID, 
 
 // ensureImageExists applies the container's pull policy and the image-pull
 // back-off, returning the image reference to run and, when it was already
-// present, the image as ImageStatus described it (nil after a pull).
-// Matches the kubelet's imageManager.EnsureImageExists: Never needs the
-// image present, IfNotPresent pulls only when absent, Always pulls every
-// time; and, as KubeletEnsureSecretPulledImages (on by default) has it, an
-// image present because sync pulled it with a Secret's login counts as
-// present only for pods that offer that login (pullcreds.Records.MustPull):
-// others pull it again with their own credentials, or, under Never, see it
-// as absent.
+// present, the image as ImageStatus described it (nil after a pull). Its
+// events name the container; a failure is its waiting reason.
 func (m *Manager) ensureImageExists(ctx context.Context, pod *v1.Pod, spec *v1.Container, sbConfig *runtimeapi.PodSandboxConfig) (string, *runtimeapi.Image, error) {
-	image := &runtimeapi.ImageSpec{Image: spec.Image}
+	event := func(eventtype, reason, messageFmt string, args ...any) {
+		m.opts.Recorder.EventfContainer(pod, spec.Name, eventtype, reason, messageFmt, args...)
+	}
+	ref, present, waiting, err := m.ensureImage(ctx, pod, spec.Image, spec.ImagePullPolicy, sbConfig, event)
+	if err != nil {
+		m.setWaiting(pod.UID, spec.Name, waiting)
+		return "", nil, err
+	}
+	return ref, present, nil
+}
+
+// imageEventFunc records one of ensureImage's events: on the container
+// whose image it is, or on the pod for an image volume (the kubelet's
+// objRef).
+type imageEventFunc func(eventtype, reason, messageFmt string, args ...any)
+
+// ensureImage makes imageName present for pod under policy, as the kubelet's
+// imageManager.EnsureImageExists: Never needs the image present,
+// IfNotPresent pulls only when absent, Always pulls every time; and, as
+// KubeletEnsureSecretPulledImages (on by default) has it, an image present
+// because sync pulled it with a Secret's login counts as present only for
+// pods that offer that login (pullcreds.Records.MustPull): others pull it
+// again with their own credentials, or, under Never, see it as absent.
+// Pulls use the pod's imagePullSecrets and the image-pull back-off, keyed
+// by pod and image. It returns the image reference and, when the image was
+// already present, the image as ImageStatus described it (nil after a
+// pull); on failure, the waiting reason and message a container needing
+// the image shows (ImageInspectError, ErrImageNeverPull, ImagePullBackOff,
+// ErrImagePull), and the error.
+func (m *Manager) ensureImage(ctx context.Context, pod *v1.Pod, imageName string, policy v1.PullPolicy, sbConfig *runtimeapi.PodSandboxConfig, event imageEventFunc) (string, *runtimeapi.Image, *WaitingReason, error) {
+	image := &runtimeapi.ImageSpec{Image: imageName}
 	var present *runtimeapi.Image
-	if spec.ImagePullPolicy != v1.PullAlways {
+	if policy != v1.PullAlways {
 		resp, err := m.images.ImageStatus(ctx, &runtimeapi.ImageStatusRequest{Image: image})
 		if err != nil {
-			m.setWaiting(pod.UID, spec.Name, &WaitingReason{Reason: "ErrImageInspect", Message: err.Error()})
-			return "", nil, fmt.Errorf("inspect image %q: %w", spec.Image, err)
+			// The kubelet's imagePullPrecheck; its message quotes the
+			// image ID it failed to get (always ""), this one the image.
+			msg := fmt.Sprintf("Failed to inspect image %q: %v", imageName, err)
+			event(v1.EventTypeWarning, events.FailedToInspectImage, "%s", msg)
+			return "", nil, &WaitingReason{Reason: ReasonImageInspectError, Message: msg}, fmt.Errorf("inspect image %q: %w", imageName, err)
 		}
 		present = resp.GetImage()
 	}
-	rec := m.opts.Recorder
-	credentials := sync.OnceValues(func() ([]pullcreds.Credential, error) { return m.pullCredentials(ctx, pod, spec.Image) })
+	credentials := sync.OnceValues(func() ([]pullcreds.Credential, error) { return m.pullCredentials(ctx, pod, imageName) })
 	if present.GetId() != "" {
-		mustPull, err := m.pulls.MustPull(spec.Image, present.GetId(), credentials)
+		mustPull, err := m.pulls.MustPull(imageName, present.GetId(), credentials)
 		if err != nil {
-			loggerFrom(ctx).Warn("cannot check the pod's credentials for a present image: pulling it", zap.String("image", spec.Image), zap.Error(err))
+			loggerFrom(ctx).Warn("cannot check the pod's credentials for a present image: pulling it", zap.String("image", imageName), zap.Error(err))
 		}
 		if !mustPull {
-			rec.EventfContainer(pod, spec.Name, v1.EventTypeNormal, events.PulledImage, "Container image %q already present on machine and can be accessed by the pod", spec.Image)
-			return present.GetId(), present, nil
+			event(v1.EventTypeNormal, events.PulledImage, "Container image %q already present on machine and can be accessed by the pod", imageName)
+			return present.GetId(), present, nil, nil
 		}
 	}
-	if spec.ImagePullPolicy == v1.PullNever {
+	if policy == v1.PullNever {
 		// Present but not the pod's to use reads as absent, so that the
 		// image's presence is not revealed.
-		msg := fmt.Sprintf("Container image %q is not present with pull policy of Never", spec.Image)
-		m.setWaiting(pod.UID, spec.Name, &WaitingReason{Reason: ReasonErrImageNeverPull, Message: msg})
-		rec.EventfContainer(pod, spec.Name, v1.EventTypeWarning, events.ErrImageNeverPullPolicy, "%s", msg)
-		return "", nil, errors.New(msg)
+		msg := fmt.Sprintf("Container image %q is not present with pull policy of Never", imageName)
+		event(v1.EventTypeWarning, events.ErrImageNeverPullPolicy, "%s", msg)
+		return "", nil, &WaitingReason{Reason: ReasonErrImageNeverPull, Message: msg}, errors.New(msg)
 	}
-	if msg, err := m.opts.ImagePull.CheckImagePull(pod.UID, spec.Image); err != nil {
-		m.setWaiting(pod.UID, spec.Name, &WaitingReason{Reason: err.Error(), Message: msg})
-		rec.EventfContainer(pod, spec.Name, v1.EventTypeNormal, events.BackOffPullImage, "%s", msg)
-		return "", nil, err
+	if msg, err := m.opts.ImagePull.CheckImagePull(pod.UID, imageName); err != nil {
+		event(v1.EventTypeNormal, events.BackOffPullImage, "%s", msg)
+		return "", nil, &WaitingReason{Reason: err.Error(), Message: msg}, err
 	}
-	rec.EventfContainer(pod, spec.Name, v1.EventTypeNormal, events.PullingImage, "Pulling image %q", spec.Image)
+	event(v1.EventTypeNormal, events.PullingImage, "Pulling image %q", imageName)
 	start := time.Now()
 	ref, err := m.pullImage(ctx, image, sbConfig, credentials)
 	if err != nil {
-		msg, reason := m.opts.ImagePull.ImagePullFailed(pod.UID, spec.Image, err)
-		m.setWaiting(pod.UID, spec.Name, &WaitingReason{Reason: reason.Error(), Message: msg})
-		rec.EventfContainer(pod, spec.Name, v1.EventTypeWarning, events.FailedToPullImage, "Failed to pull image %q: %v", spec.Image, err)
-		return "", nil, fmt.Errorf("%w: %s", backoff.ErrImagePull, msg)
+		msg, reason := m.opts.ImagePull.ImagePullFailed(pod.UID, imageName, err)
+		event(v1.EventTypeWarning, events.FailedToPullImage, "Failed to pull image %q: %v", imageName, err)
+		return "", nil, &WaitingReason{Reason: reason.Error(), Message: msg}, fmt.Errorf("%w: %s", backoff.ErrImagePull, msg)
 	}
-	rec.EventfContainer(pod, spec.Name, v1.EventTypeNormal, events.PulledImage, "Successfully pulled image %q in %s", spec.Image, time.Since(start).Round(time.Millisecond))
-	return ref, nil, nil
+	event(v1.EventTypeNormal, events.PulledImage, "Successfully pulled image %q in %s", imageName, time.Since(start).Round(time.Millisecond))
+	return ref, nil, nil, nil
 }
 
 // pullImage pulls image, recording the pull for later pods' access checks.
@@ -544,9 +585,10 @@ func restartCountFromLogDir(dir string) int {
 // from a new ImageStatus of imageRef when there is none (after a pull). The
 // kubelet's getImageUser always asks again; the first answer describes the
 // same image, and a start is one call cheaper.
-func (m *Manager) containerConfig(ctx context.Context, pod *v1.Pod, spec *v1.Container, restartCount int, imageRef string, image *runtimeapi.Image, podIPs []string, podStatus *container.PodStatus) (*runtimeapi.ContainerConfig, error) {
+func (m *Manager) containerConfig(ctx context.Context, pod *v1.Pod, spec *v1.Container, restartCount int, imageRef string, image *runtimeapi.Image, podIPs []string, podStatus *container.PodStatus, imageVolumes map[string]*runtimeapi.ImageSpec) (*runtimeapi.ContainerConfig, error) {
 	opts := m.opts.Container
 	opts.recorder = m.opts.Recorder
+	opts.ImageVolumes = imageVolumes
 	if image == nil {
 		resp, err := m.images.ImageStatus(ctx, &runtimeapi.ImageStatusRequest{Image: &runtimeapi.ImageSpec{Image: imageRef}})
 		if err != nil {

@@ -3,7 +3,8 @@
 // which drives containerd through a splitlet-gateway with the cri backend.
 // They cover what the fake backend cannot prove: init containers ordering on
 // real processes, CRI log files written by containerd (tail, previous, follow),
-// exec in a real container, and that deletion leaves no sandbox behind.
+// exec in a real container, image volumes mounted by the runtime (containerd
+// 2.1 or newer), and that deletion leaves no sandbox behind.
 //
 // They take their endpoints from the environment and skip without them;
 // `make e2e` (hack/e2e.sh) starts a private containerd and sets
