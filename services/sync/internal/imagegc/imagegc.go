@@ -29,6 +29,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/splitlet/splitlet/internal/logctx"
@@ -64,9 +66,11 @@ func (p Policy) Validate() error {
 	return nil
 }
 
-// Runtime lists containers, whose images are in use.
+// Runtime lists containers, whose images (and the images they mount as
+// volumes) are in use.
 type Runtime interface {
 	ListContainers(ctx context.Context, in *runtimeapi.ListContainersRequest, opts ...grpc.CallOption) (*runtimeapi.ListContainersResponse, error)
+	ContainerStatus(ctx context.Context, in *runtimeapi.ContainerStatusRequest, opts ...grpc.CallOption) (*runtimeapi.ContainerStatusResponse, error)
 }
 
 // Images lists and removes images.
@@ -245,6 +249,9 @@ func (m *Manager) detect(ctx context.Context, now time.Time) (map[string]bool, e
 	for _, c := range containers.GetContainers() {
 		inUse[c.GetImageRef()] = true
 	}
+	if err := m.imageVolumesInUse(ctx, containers.GetContainers(), images.GetImages(), inUse); err != nil {
+		return nil, err
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	current := make(map[string]bool, len(images.GetImages()))
@@ -268,6 +275,34 @@ func (m *Manager) detect(ctx context.Context, now time.Time) (map[string]bool, e
 		}
 	}
 	return inUse, nil
+}
+
+// imageVolumesInUse adds to inUse the images the containers mount as
+// image volumes (ImageVolume), which their status's mounts name by ID or
+// by reference. Matches the kubelet's handleImageVolumes.
+func (m *Manager) imageVolumesInUse(ctx context.Context, containers []*runtimeapi.Container, images []*runtimeapi.Image, inUse map[string]bool) error {
+	byRef := make(map[string]string)
+	for _, img := range images {
+		byRef[img.GetId()] = img.GetId()
+		for _, ref := range append(slices.Clone(img.GetRepoTags()), img.GetRepoDigests()...) {
+			byRef[ref] = img.GetId()
+		}
+	}
+	for _, c := range containers {
+		st, err := m.opts.Runtime.ContainerStatus(ctx, &runtimeapi.ContainerStatusRequest{ContainerId: c.GetId()})
+		if err != nil {
+			if status.Code(err) == codes.NotFound {
+				continue // removed since the list
+			}
+			return fmt.Errorf("container %s status: %w", c.GetId(), err)
+		}
+		for _, mount := range st.GetStatus().GetMounts() {
+			if ref := mount.GetImage().GetImage(); ref != "" {
+				inUse[cmp.Or(byRef[ref], ref)] = true
+			}
+		}
+	}
+	return nil
 }
 
 // freeOld removes the images unused for longer than MaxAge and returns the

@@ -18,6 +18,7 @@ import (
 // image filesystem whose free space grows by each removed image's size.
 type node struct {
 	mu         sync.Mutex
+	mounts     map[string][]*runtimeapi.Mount // by container ID
 	images     map[string]*runtimeapi.Image
 	containers []*runtimeapi.Container
 	capacity   int64
@@ -52,6 +53,12 @@ func (n *node) ListContainers(context.Context, *runtimeapi.ListContainersRequest
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	return &runtimeapi.ListContainersResponse{Containers: slices.Clone(n.containers)}, nil
+}
+
+func (n *node) ContainerStatus(_ context.Context, req *runtimeapi.ContainerStatusRequest, _ ...grpc.CallOption) (*runtimeapi.ContainerStatusResponse, error) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return &runtimeapi.ContainerStatusResponse{Status: &runtimeapi.ContainerStatus{Id: req.GetContainerId(), Mounts: n.mounts[req.GetContainerId()]}}, nil
 }
 
 func (n *node) RemoveImage(_ context.Context, req *runtimeapi.RemoveImageRequest, _ ...grpc.CallOption) (*runtimeapi.RemoveImageResponse, error) {
@@ -196,5 +203,28 @@ func TestPolicyValidation(t *testing.T) {
 	}
 	if err := DefaultPolicy.Validate(); err != nil {
 		t.Errorf("the default policy: %v", err)
+	}
+}
+
+// An image a container mounts as an image volume is in use, whether the
+// mount names it by ID or by a tag.
+func TestImagesMountedAsVolumesAreInUse(t *testing.T) {
+	c := &clock{now: time.Unix(1_700_000_000, 0)}
+	n := newNode(1000, 0)
+	n.image("sha256:app", 100, false)
+	n.image("sha256:byid", 100, false)
+	n.images["sha256:bytag"] = &runtimeapi.Image{Id: "sha256:bytag", Size: 100, RepoTags: []string{"docker.io/library/data:1"}}
+	n.image("sha256:unused", 100, false)
+	n.use("sha256:app")
+	n.mounts = map[string][]*runtimeapi.Mount{"c-sha256:app": {
+		{ContainerPath: "/a", Image: &runtimeapi.ImageSpec{Image: "sha256:byid"}},
+		{ContainerPath: "/b", Image: &runtimeapi.ImageSpec{Image: "docker.io/library/data:1"}},
+	}}
+	m := newManager(t, n, DefaultPolicy, c)
+	m.GarbageCollect(context.Background())
+	c.now = c.now.Add(time.Hour)
+	m.GarbageCollect(context.Background())
+	if !slices.Equal(n.removed, []string{"sha256:unused"}) {
+		t.Errorf("removed %v, want only the image nothing uses or mounts", n.removed)
 	}
 }
