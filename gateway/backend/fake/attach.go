@@ -40,13 +40,7 @@ func (r *Runtime) Attach(ctx context.Context, req *runtimeapi.AttachRequest) (*r
 // connection is hijacked).
 func (s streams) Attach(ctx context.Context, containerID string, in io.Reader, out, errw io.WriteCloser, _ bool, _ <-chan remotecommand.TerminalSize) error {
 	defer closeStreams(out, errw)
-	s.r.mu.RLock()
-	c, err := s.r.runningContainerLocked(containerID)
-	var exited <-chan struct{}
-	if err == nil {
-		exited = c.exited
-	}
-	s.r.mu.RUnlock()
+	exited, err := s.r.runningContainerExited(containerID)
 	if err != nil {
 		return fmt.Errorf("failed to attach to container: %w", err)
 	}

@@ -87,6 +87,18 @@ func (r *Runtime) runningContainerLocked(id string) (*container, error) {
 	return c, nil
 }
 
+// runningContainerExited is the running container's exited channel, which
+// closes when it stops: what a stream into it waits on.
+func (r *Runtime) runningContainerExited(id string) (<-chan struct{}, error) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	c, err := r.runningContainerLocked(id)
+	if err != nil {
+		return nil, err
+	}
+	return c.exited, nil
+}
+
 // interpret runs the tiny command language ExecSync understands.
 func interpret(cmd []string, depth int) (stdout, stderr string, code int32) {
 	if len(cmd) == 0 {

@@ -41,13 +41,7 @@ const shellPrompt = "/ # "
 // command ends too.
 func (s streams) Exec(ctx context.Context, containerID string, cmd []string, in io.Reader, out, errw io.WriteCloser, tty bool, _ <-chan remotecommand.TerminalSize) error {
 	defer closeStreams(out, errw)
-	s.r.mu.RLock()
-	c, err := s.r.runningContainerLocked(containerID)
-	var exited <-chan struct{}
-	if err == nil {
-		exited = c.exited
-	}
-	s.r.mu.RUnlock()
+	exited, err := s.r.runningContainerExited(containerID)
 	if err != nil {
 		return fmt.Errorf("failed to exec in container: %w", err)
 	}

@@ -28,6 +28,26 @@ import (
 const streamTimeout = 10 * time.Second
 
 // clientCtx is the context of the test's client sessions.
+// startShell opens an interactive shell at an Exec URL, waits until it
+// answers, and returns the channel its stream's end arrives on.
+func startShell(t *testing.T, rawURL string) <-chan error {
+	t.Helper()
+	stdinR, stdinW := io.Pipe()
+	t.Cleanup(func() { stdinW.Close() })
+	var stdout, stderr safeBuffer
+	done, ctx := make(chan error, 1), clientCtx(t)
+	go func() {
+		done <- stream(ctx, t, rawURL, remotecommand.StreamOptions{Stdin: stdinR, Stdout: &stdout, Stderr: &stderr})
+	}()
+	if _, err := io.WriteString(stdinW, "echo ready\n"); err != nil {
+		t.Fatal(err)
+	}
+	if !waitFor(func() bool { return stdout.String() == "ready\n" }) {
+		t.Fatalf("shell printed %q", stdout.String())
+	}
+	return done
+}
+
 func clientCtx(t *testing.T) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), streamTimeout)
 	t.Cleanup(cancel)
@@ -255,19 +275,7 @@ func TestExecStreamEndsWithContainer(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			stdinR, stdinW := io.Pipe()
-			defer stdinW.Close()
-			var stdout, stderr safeBuffer
-			done, ctx := make(chan error, 1), clientCtx(t)
-			go func() {
-				done <- stream(ctx, t, resp.Url, remotecommand.StreamOptions{Stdin: stdinR, Stdout: &stdout, Stderr: &stderr})
-			}()
-			if _, err := io.WriteString(stdinW, "echo ready\n"); err != nil {
-				t.Fatal(err)
-			}
-			if !waitFor(func() bool { return stdout.String() == "ready\n" }) {
-				t.Fatalf("shell printed %q", stdout.String())
-			}
+			done := startShell(t, resp.Url)
 			if err := tc.end(r, sb, id); err != nil {
 				t.Fatal(err)
 			}
@@ -440,19 +448,7 @@ func TestCloseStopsStreaming(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	stdinR, stdinW := io.Pipe()
-	defer stdinW.Close()
-	var stdout, stderr safeBuffer
-	done, sessionCtx := make(chan error, 1), clientCtx(t)
-	go func() {
-		done <- stream(sessionCtx, t, live.Url, remotecommand.StreamOptions{Stdin: stdinR, Stdout: &stdout, Stderr: &stderr})
-	}()
-	if _, err := io.WriteString(stdinW, "echo ready\n"); err != nil {
-		t.Fatal(err)
-	}
-	if !waitFor(func() bool { return stdout.String() == "ready\n" }) {
-		t.Fatalf("shell printed %q", stdout.String())
-	}
+	done := startShell(t, live.Url)
 
 	r.Close()
 	select {
