@@ -343,7 +343,7 @@ func (b *builder) buildNodeAPI(ctx context.Context) error {
 	b.api = api
 	b.d.servers = append(b.d.servers, httpServer{name: "node API", srv: api.srv, ln: api.ln, tls: true})
 	b.d.background = append(b.d.background,
-		loop{"node API client CA", api.runAuth},
+		loop{"node API certificates", api.reload},
 		loop{"stats", summary.Run})
 	return nil
 }

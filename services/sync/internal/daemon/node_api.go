@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
@@ -18,11 +19,11 @@ import (
 
 // nodeAPI is the kubelet's node API as sync serves it: its server, bound to
 // its listener (so the port is known before the Node is registered), and
-// the loop that reloads the client CA.
+// the loop that reloads the client CA and a serving certificate from files.
 type nodeAPI struct {
-	srv     *http.Server
-	ln      net.Listener
-	runAuth func(ctx context.Context)
+	srv    *http.Server
+	ln     net.Listener
+	reload func(ctx context.Context)
 }
 
 // port is the TCP port the node API listens on, for the Node's
@@ -56,12 +57,27 @@ func newNodeAPI(ctx context.Context, cfg config.Config, kubeClient kubernetes.In
 		CertDir: cfg.CertDir, Host: cfg.NodeName, IPs: ips,
 		RequestClientCert: cfg.ClientCAFile != "",
 	}
-	if cfg.RotateServerCertificates {
+	run := runAuth
+	switch {
+	case cfg.RotateServerCertificates:
 		m, err := apiserver.NewServingCertManager(ctx, kubeClient, cfg.NodeName, apiserver.NodeAddresses(cfg.NodeIPs, hostname()), cfg.CertDir)
 		if err != nil {
 			return nil, fmt.Errorf("node API: %w", err)
 		}
 		tlsOpts.Current = m.Current
+	case cfg.NodeAPITLSCertFile != "" && cfg.NodeAPITLSKeyFile != "":
+		// Re-read when the files change (ReloadKubeletServerCertificateFile).
+		f, err := nodeapi.NewFileCert(cfg.NodeAPITLSCertFile, cfg.NodeAPITLSKeyFile)
+		if err != nil {
+			return nil, err
+		}
+		tlsOpts.Current = f.Current
+		run = func(ctx context.Context) {
+			var wg sync.WaitGroup
+			wg.Go(func() { f.Run(ctx) })
+			runAuth(ctx)
+			wg.Wait()
+		}
 	}
 	tlsConfig, err := nodeapi.TLSConfig(tlsOpts)
 	if err != nil {
@@ -76,7 +92,7 @@ func newNodeAPI(ctx context.Context, cfg config.Config, kubeClient kubernetes.In
 	if err != nil {
 		return nil, fmt.Errorf("node API: listen %s: %w", cfg.NodeAPIAddr, err)
 	}
-	return &nodeAPI{srv: srv, ln: ln, runAuth: runAuth}, nil
+	return &nodeAPI{srv: srv, ln: ln, reload: run}, nil
 }
 
 // withLogger puts log in every request's context.
