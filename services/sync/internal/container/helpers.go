@@ -6,7 +6,6 @@ import (
 	"strconv"
 
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 )
 
 // HashContainer returns the hash of the parts of a container spec whose
@@ -113,5 +112,20 @@ func HasRestartableInitContainer(pod *v1.Pod) bool {
 // SameResources says whether two containers' requests and limits are the
 // same quantities (claims aside): whether a resize has changed them.
 func SameResources(a, b *v1.ResourceRequirements) bool {
-	return equality.Semantic.DeepEqual(a.Requests, b.Requests) && equality.Semantic.DeepEqual(a.Limits, b.Limits)
+	return sameQuantities(a.Requests, b.Requests) && sameQuantities(a.Limits, b.Limits)
+}
+
+// sameQuantities compares two lists quantity by quantity (1000m is 1), as
+// equality.Semantic does, without its reflection: every status of every
+// pod asks.
+func sameQuantities(a, b v1.ResourceList) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for name, q := range a {
+		if other, ok := b[name]; !ok || q.Cmp(other) != 0 {
+			return false
+		}
+	}
+	return true
 }

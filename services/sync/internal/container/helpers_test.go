@@ -167,3 +167,27 @@ func TestIsRestartableInitContainer(t *testing.T) {
 		t.Error("HasRestartableInitContainer = true for a pod without sidecar")
 	}
 }
+
+func TestSameResources(t *testing.T) {
+	rl := func(kv ...string) v1.ResourceList {
+		l := v1.ResourceList{}
+		for i := 0; i < len(kv); i += 2 {
+			l[v1.ResourceName(kv[i])] = resource.MustParse(kv[i+1])
+		}
+		return l
+	}
+	for _, tc := range []struct {
+		a, b v1.ResourceRequirements
+		same bool
+	}{
+		{v1.ResourceRequirements{}, v1.ResourceRequirements{Requests: v1.ResourceList{}}, true},
+		{v1.ResourceRequirements{Limits: rl("cpu", "1")}, v1.ResourceRequirements{Limits: rl("cpu", "1000m")}, true},
+		{v1.ResourceRequirements{Limits: rl("cpu", "1")}, v1.ResourceRequirements{Limits: rl("cpu", "2")}, false},
+		{v1.ResourceRequirements{Limits: rl("cpu", "1")}, v1.ResourceRequirements{Limits: rl("memory", "1")}, false},
+		{v1.ResourceRequirements{Requests: rl("cpu", "1")}, v1.ResourceRequirements{Limits: rl("cpu", "1")}, false},
+	} {
+		if got := SameResources(&tc.a, &tc.b); got != tc.same {
+			t.Errorf("SameResources(%v, %v) = %v, want %v", tc.a, tc.b, got, tc.same)
+		}
+	}
+}
