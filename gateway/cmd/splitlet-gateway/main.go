@@ -63,6 +63,7 @@ func run() int {
 		fmt.Fprintln(os.Stderr, "splitlet-gateway: logger:", err)
 		return 2
 	}
+	logctx.RouteKlog(log)
 	defer log.Sync()
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)

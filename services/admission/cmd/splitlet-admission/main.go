@@ -52,6 +52,7 @@ func run() int {
 		fmt.Fprintln(os.Stderr, "splitlet-admission: logger:", err)
 		return 2
 	}
+	logctx.RouteKlog(log)
 	defer log.Sync()
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)

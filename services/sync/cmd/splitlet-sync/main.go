@@ -50,6 +50,7 @@ func run() int {
 		fmt.Fprintln(os.Stderr, "splitlet-sync: logger:", err)
 		return 2
 	}
+	logctx.RouteKlog(log)
 	defer log.Sync()
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
