@@ -286,34 +286,52 @@ func Parse(args []string, output io.Writer) (Config, error) {
 	if cfg.CertDir == "" {
 		cfg.CertDir = filepath.Join(cfg.StateDir, "pki")
 	}
-	if cfg.BootstrapKubeconfig != "" && cfg.Kubeconfig == "" {
-		return Config{}, fmt.Errorf("--bootstrap-kubeconfig needs --kubeconfig: the path the kubeconfig of the issued certificate is written to")
+	if err := cfg.parseNodeRegistration(*registerNode, *nodeLabels, *taints); err != nil {
+		return Config{}, err
 	}
+	if err := cfg.validate(); err != nil {
+		return Config{}, err
+	}
+	return cfg, nil
+}
+
+// parseNodeRegistration reads the flags of the Node sync registers:
+// --register-node (only with --kubeconfig), --node-labels and
+// --register-with-taints.
+func (cfg *Config) parseNodeRegistration(registerNode, nodeLabels, taints string) error {
 	cfg.RegisterNode = cfg.Kubeconfig != ""
-	if *registerNode != "" {
-		b, err := strconv.ParseBool(*registerNode)
+	if registerNode != "" {
+		b, err := strconv.ParseBool(registerNode)
 		if err != nil {
-			return Config{}, fmt.Errorf("--register-node: %w", err)
+			return fmt.Errorf("--register-node: %w", err)
 		}
 		cfg.RegisterNode = b && cfg.Kubeconfig != ""
 	}
-	if *nodeLabels != "" {
+	if nodeLabels != "" {
 		cfg.NodeLabels = map[string]string{}
-		for _, kv := range strings.Split(*nodeLabels, ",") {
+		for _, kv := range strings.Split(nodeLabels, ",") {
 			k, v, ok := strings.Cut(kv, "=")
 			if !ok || k == "" {
-				return Config{}, fmt.Errorf("--node-labels: %q is not key=value", kv)
+				return fmt.Errorf("--node-labels: %q is not key=value", kv)
 			}
 			cfg.NodeLabels[k] = v
 		}
 	}
-	registerTaints, err := ParseTaints(*taints)
+	registerTaints, err := ParseTaints(taints)
 	if err != nil {
-		return Config{}, fmt.Errorf("--register-with-taints: %w", err)
+		return fmt.Errorf("--register-with-taints: %w", err)
 	}
 	cfg.RegisterWithTaints = registerTaints
+	return nil
+}
+
+// validate checks what the flags say together, once they are parsed.
+func (cfg *Config) validate() error {
+	if cfg.BootstrapKubeconfig != "" && cfg.Kubeconfig == "" {
+		return fmt.Errorf("--bootstrap-kubeconfig needs --kubeconfig: the path the kubeconfig of the issued certificate is written to")
+	}
 	if cfg.NodeName == "" {
-		return Config{}, fmt.Errorf("--node-name is required (the hostname is unknown)")
+		return fmt.Errorf("--node-name is required (the hostname is unknown)")
 	}
 	for name, d := range map[string]time.Duration{
 		"resync-interval": cfg.ResyncInterval, "relist-interval": cfg.RelistInterval,
@@ -322,35 +340,35 @@ func Parse(args []string, output io.Writer) (Config, error) {
 		"runtime-request-timeout": cfg.RuntimeRequestTimeout,
 	} {
 		if d <= 0 {
-			return Config{}, fmt.Errorf("--%s must be positive, got %s", name, d)
+			return fmt.Errorf("--%s must be positive, got %s", name, d)
 		}
 	}
 	if err := cfg.ImageGC.Validate(); err != nil {
-		return Config{}, err
+		return err
 	}
 	if err := errors.Join(cfg.Listen.Validate()...); err != nil {
-		return Config{}, err
+		return err
 	}
 	if cfg.AdmissionFailurePolicy != "Fail" && cfg.AdmissionFailurePolicy != "Ignore" {
-		return Config{}, fmt.Errorf("--admission-failure-policy must be Fail or Ignore, got %q", cfg.AdmissionFailurePolicy)
+		return fmt.Errorf("--admission-failure-policy must be Fail or Ignore, got %q", cfg.AdmissionFailurePolicy)
 	}
 	if cfg.NodeAPIAddr != "" {
 		if (cfg.NodeAPITLSCertFile == "") != (cfg.NodeAPITLSKeyFile == "") {
-			return Config{}, fmt.Errorf("--node-api-tls-cert-file and --node-api-tls-private-key-file go together")
+			return fmt.Errorf("--node-api-tls-cert-file and --node-api-tls-private-key-file go together")
 		}
 		// Without an API server nothing can review tokens or decide
 		// access: only client certificates remain, and they must have a CA.
 		if cfg.Kubeconfig == "" && cfg.ClientCAFile == "" {
-			return Config{}, fmt.Errorf("--node-api-addr needs --kubeconfig (bearer tokens through TokenReview, access through SubjectAccessReview) or --client-ca-file (client certificates only; every verified client may do everything)")
+			return fmt.Errorf("--node-api-addr needs --kubeconfig (bearer tokens through TokenReview, access through SubjectAccessReview) or --client-ca-file (client certificates only; every verified client may do everything)")
 		}
 		if cfg.RotateServerCertificates && (cfg.Kubeconfig == "" || cfg.NodeAPITLSCertFile != "") {
-			return Config{}, fmt.Errorf("--rotate-server-certificates needs --kubeconfig (the signer is the API server's) and no --node-api-tls-cert-file")
+			return fmt.Errorf("--rotate-server-certificates needs --kubeconfig (the signer is the API server's) and no --node-api-tls-cert-file")
 		}
 		if cfg.Kubeconfig == "" && cfg.AnonymousAuth {
-			return Config{}, fmt.Errorf("--anonymous-auth needs --kubeconfig: without SubjectAccessReview every anonymous request would be allowed")
+			return fmt.Errorf("--anonymous-auth needs --kubeconfig: without SubjectAccessReview every anonymous request would be allowed")
 		}
 	}
-	return cfg, nil
+	return nil
 }
 
 // Logger builds the process logger: JSON to stderr at the configured level.

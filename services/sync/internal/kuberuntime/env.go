@@ -239,6 +239,10 @@ const apiserverSource = "apiserver"
 // InvalidEnvironmentVariableNames event, as kubelets before
 // RelaxedEnvironmentVariableValidation did for every invalid name; the API
 // server's validation already keeps such keys out.
+//
+// It is longer than 120 lines on purpose: it stays one function in the
+// order of the kubelet's makeEnvironmentVariables, so that the two read side by side and a
+// change upstream maps to one place here.
 func makeEnvironmentVariables(ctx context.Context, pod *v1.Pod, c *v1.Container, podIPs []string, podVolumes map[string]string, opts EnvOptions) ([]EnvVar, error) {
 	field := containerFieldPath(pod, c.Name)
 	serviceEnv, err := getServiceEnvVarMap(ctx, pod, opts.Objects)

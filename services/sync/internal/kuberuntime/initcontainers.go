@@ -35,6 +35,10 @@ import (
 // The walk goes backwards from the last init container: finished init
 // containers may have been garbage-collected, so the latest one the runtime
 // still knows is the best evidence of progress.
+//
+// It is longer than 120 lines on purpose: it stays one function in the
+// order of the kubelet's computeInitContainerActions, so that the two read side by side and a
+// change upstream maps to one place here.
 func computeInitContainerActions(ctx context.Context, pod *v1.Pod, podStatus *container.PodStatus, probes ProbeResults, changes *PodActions) bool {
 	if len(pod.Spec.InitContainers) == 0 {
 		return true

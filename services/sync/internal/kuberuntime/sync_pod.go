@@ -91,6 +91,10 @@ func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod, podStatus *container
 // a host-network pod, podStatus.IPs must be the pod IPs of its API status
 // (the node's): its containers' status.podIP(s) env comes from them. The
 // result says whether this sync acted, also when it returns an error.
+//
+// It is longer than 120 lines on purpose: it stays one function in the
+// order of the kubelet's SyncPod, so that the two read side by side and a
+// change upstream maps to one place here.
 func (m *Manager) SyncPodWithResult(ctx context.Context, pod *v1.Pod, podStatus *container.PodStatus, probes ProbeResults, restartAllContainers bool) (res SyncResult, retErr error) {
 	log := loggerFrom(ctx)
 	waitingBefore := m.waitingOf(pod.UID)

@@ -63,6 +63,10 @@ const (
 //     Waiting with that reason; a terminated state moves to last
 //     termination. A vanished ordinary init container is taken as completed
 //     once regular containers exist.
+//
+// It is longer than 120 lines on purpose: it stays one function in the
+// order of the kubelet's convertToAPIContainerStatuses, so that the two read side by side and a
+// change upstream maps to one place here.
 func convertToAPIContainerStatuses(pod *v1.Pod, podStatus *container.PodStatus, previousStatus []v1.ContainerStatus,
 	containers []v1.Container, hasInitContainers, isInitContainer, podRestarting bool, reasons ReasonLookup) []v1.ContainerStatus {
 	oldStatuses := make(map[string]v1.ContainerStatus, len(containers))
