@@ -60,6 +60,16 @@ func (r *Runtime) CreateContainer(ctx context.Context, req *runtimeapi.CreateCon
 		return nil, fmt.Errorf("failed to resolve image %q: %w", cfg.GetImage().GetImage(), err)
 	}
 
+	// An image volume's image must be present too: containerd resolves it
+	// the same way and fails the creation when it is not (ImageVolume).
+	for _, m := range cfg.GetMounts() {
+		if ref := m.GetImage().GetImage(); ref != "" {
+			if _, err := r.st.resolveImage(ref); err != nil {
+				return nil, fmt.Errorf("failed to resolve image %q of the mount at %q: %w", ref, m.GetContainerPath(), err)
+			}
+		}
+	}
+
 	script, from := behaviorSource(cfg, sbCfg)
 	beh, err := parseBehavior(script)
 	if err != nil {

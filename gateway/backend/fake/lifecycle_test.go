@@ -111,6 +111,15 @@ func TestCreateContainerPreconditions(t *testing.T) {
 			is: errdefs.IsNotFound, want: `failed to resolve image "nginx:1.27"`,
 		},
 		{
+			desc: "image volume's image not present",
+			setup: func(t *testing.T, r *Runtime) (string, *runtimeapi.ContainerConfig) {
+				cfg := containerConfig("c", nil)
+				cfg.Mounts = []*runtimeapi.Mount{{ContainerPath: "/data", Image: &runtimeapi.ImageSpec{Image: "data:1"}, Readonly: true}}
+				return runSandbox(t, r, sandboxConfig("p")), cfg
+			},
+			is: errdefs.IsNotFound, want: `failed to resolve image "data:1" of the mount at "/data"`,
+		},
+		{
 			desc: "bad behavior token",
 			setup: func(t *testing.T, r *Runtime) (string, *runtimeapi.ContainerConfig) {
 				return runSandbox(t, r, sandboxConfig("p")), containerConfig("c", map[string]string{BehaviorAnnotation: "exit=3 explode"})
