@@ -18,17 +18,15 @@
 #   deploy/images/stage-containerd.sh [OUTDIR]
 #
 # Installs containerd, runc and busybox-static from Debian if absent.
-# Debian's containerd whatever the tests default to (hack/lib/containerd.sh):
-# the entrypoint writes a config for 1.x; CONTAINERD_VERSION=v2.x.y stages a
-# 2.x build instead, which reads that config too (it migrates version 2),
-# but the compose stack has not been tested on it.
+# The containerd the tests default to (hack/lib/containerd.sh: 2.4.2, built
+# once from the module proxy); the entrypoint writes a version 2 config,
+# which 2.x migrates. CONTAINERD_VERSION=debian stages Debian's 1.6 instead.
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 out=${1:-$root/bin/containerd-image}
 log() { echo "[stage-containerd] $*" >&2; }
 
-CONTAINERD_VERSION=${CONTAINERD_VERSION:-debian}
 # shellcheck source-path=SCRIPTDIR source=../../hack/lib/containerd.sh
 source "$root/hack/lib/containerd.sh"
 containerd_install
