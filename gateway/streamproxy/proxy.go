@@ -88,6 +88,10 @@ type Proxy struct {
 
 	mu     sync.Mutex
 	tokens map[string]*entry
+
+	// ended, when set (tests), is told of each stream's end once it is
+	// counted.
+	ended func()
 }
 
 type entry struct {
@@ -231,6 +235,9 @@ func (p *Proxy) serve(kind Kind, w http.ResponseWriter, r *http.Request) {
 	}
 	p.metrics.streams.WithLabelValues(string(kind), result).Inc()
 	p.metrics.duration.WithLabelValues(string(kind)).Observe(p.opts.Now().Sub(start).Seconds())
+	if p.ended != nil {
+		p.ended()
+	}
 }
 
 // upstreamError answers a stream the runtime could not be reached for.

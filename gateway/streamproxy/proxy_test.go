@@ -153,6 +153,8 @@ func roundTrip(t *testing.T, conn net.Conn, br *bufio.Reader, msg string) {
 func TestFrontedURLProxiesOneUpgradedStream(t *testing.T) {
 	rt := newEchoRuntime(t)
 	h := newHarness(t, Options{})
+	ended := make(chan struct{}, 1)
+	h.proxy.ended = func() { ended <- struct{}{} }
 	front, err := h.proxy.Front(Exec, rt.URL+"/exec/runtime-token")
 	if err != nil {
 		t.Fatal(err)
@@ -186,10 +188,17 @@ func TestFrontedURLProxiesOneUpgradedStream(t *testing.T) {
 		t.Errorf("streams_active{exec} = %v while the stream is open, want 1", n)
 	}
 	conn.Close()
-	waitFor(t, "the stream to be counted as proxied", func() bool {
-		return testutil.ToFloat64(h.proxy.metrics.streams.WithLabelValues("exec", "proxied")) == 1 &&
-			testutil.ToFloat64(h.proxy.metrics.active.WithLabelValues("exec")) == 0
-	})
+	select {
+	case <-ended:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the proxy never ended the stream")
+	}
+	if testutil.ToFloat64(h.proxy.metrics.streams.WithLabelValues("exec", "proxied")) != 1 ||
+		testutil.ToFloat64(h.proxy.metrics.active.WithLabelValues("exec")) != 0 {
+		t.Errorf("after the stream: streams_total{exec,proxied} %v, streams_active{exec} %v; want 1 and 0",
+			testutil.ToFloat64(h.proxy.metrics.streams.WithLabelValues("exec", "proxied")),
+			testutil.ToFloat64(h.proxy.metrics.active.WithLabelValues("exec")))
+	}
 }
 
 func TestURLWorksOnceForItsKindAndUntilItExpires(t *testing.T) {
@@ -292,18 +301,5 @@ func TestBadRuntimeURLAndBaseURL(t *testing.T) {
 	front, _ := p.Front(PortForward, "http://127.0.0.1:1/portforward/x")
 	if !strings.HasPrefix(front, "http://127.0.0.1:10010/portforward/") {
 		t.Errorf("URL %s does not start with the base URL", front)
-	}
-}
-
-// waitFor polls cond: the proxy records a stream's end after the client's
-// side of the connection has closed, asynchronously.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
 	}
 }

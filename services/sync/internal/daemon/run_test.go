@@ -113,8 +113,6 @@ func newTestDaemon(s *stages, ln net.Listener, loopErr error) *daemon {
 		servers: []httpServer{{name: "test", srv: newHTTPServer(http.NotFoundHandler()), ln: ln}},
 		background: []loop{{name: "source", run: func(ctx context.Context) {
 			<-ctx.Done()
-			// A slow source: the sync loop must still be running.
-			time.Sleep(10 * time.Millisecond)
 			s.end("source")
 		}}},
 		network: fakeNetwork{},

@@ -38,17 +38,22 @@ func TestFileCertFollowsItsFiles(t *testing.T) {
 	}
 	served := func() string { return string(f.Current().Certificate[0]) }
 	first := served()
+	// Told after FileCert took each change the library saw (listeners
+	// run in the order they were added).
+	changed := make(chan struct{}, 16)
+	f.content.AddListener(notify(func() { changed <- struct{}{} }))
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go f.Run(ctx)
 
 	writePair(t, dir, "second.example")
-	deadline := time.Now().Add(90 * time.Second) // the library also re-reads every minute
+	timeout := time.After(90 * time.Second) // the library also re-reads every minute
 	for served() == first {
-		if time.Now().After(deadline) {
+		select {
+		case <-changed:
+		case <-timeout:
 			t.Fatal("the renewed certificate was never served")
 		}
-		time.Sleep(20 * time.Millisecond)
 	}
 	renewed := served()
 	if err := os.WriteFile(filepath.Join(dir, "tls.crt"), []byte("not a certificate"), 0o600); err != nil {
@@ -63,3 +68,8 @@ func TestFileCertFollowsItsFiles(t *testing.T) {
 		t.Error("NewFileCert on a broken pair: no error")
 	}
 }
+
+// notify is a dynamiccertificates.Listener calling a function.
+type notify func()
+
+func (n notify) Enqueue() { n() }
