@@ -346,7 +346,7 @@ func TestSyncPodFileKeyRefMissingKey(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(volDir, "app.env"), []byte("OTHER='x'\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	_, _ = m.SyncPodWithResult(context.Background(), pod, &container.PodStatus{ID: pod.UID}, &fakeProbes{}, false)
+	_, _ = m.SyncPod(context.Background(), pod, &container.PodStatus{ID: pod.UID}, &fakeProbes{}, false)
 	w, ok := m.ContainerWaiting(pod.UID, "foo1")
 	if !ok || w.Reason != ReasonCreateContainerConfigError {
 		t.Fatalf("waiting = %+v (%v), want %s", w, ok, ReasonCreateContainerConfigError)

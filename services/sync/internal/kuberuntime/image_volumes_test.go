@@ -212,7 +212,7 @@ func TestSyncPodPullsImageVolumes(t *testing.T) {
 			pod.Spec.ImagePullSecrets = []v1.LocalObjectReference{{Name: "right"}}
 			withImageVolume(pod, tc.policy, "bin")
 
-			if _, err := m.SyncPodWithResult(context.Background(), pod, &container.PodStatus{ID: pod.UID}, &fakeProbes{}, false); err != nil {
+			if _, err := m.SyncPod(context.Background(), pod, &container.PodStatus{ID: pod.UID}, &fakeProbes{}, false); err != nil {
 				t.Fatalf("SyncPod: %v", err)
 			}
 			calls := cri.calls()
@@ -265,7 +265,7 @@ func TestSyncPodImageVolumePullFailure(t *testing.T) {
 	pod := makeTestPod()
 	withImageVolume(pod, v1.PullIfNotPresent, "")
 
-	_, err := m.SyncPodWithResult(ctx, pod, &container.PodStatus{ID: pod.UID}, &fakeProbes{}, false)
+	_, err := m.SyncPod(ctx, pod, &container.PodStatus{ID: pod.UID}, &fakeProbes{}, false)
 	if err == nil || !strings.Contains(err.Error(), `image volume "tools"`) {
 		t.Fatalf("SyncPod error %v, want the image volume's", err)
 	}
@@ -290,7 +290,7 @@ func TestSyncPodImageVolumePullFailure(t *testing.T) {
 	ps := makeTestPodStatus(pod)
 	removeStatuses(ps, "foo1")
 	before := len(cri.calls())
-	if _, err := m.SyncPodWithResult(ctx, pod, ps, &fakeProbes{}, false); err == nil {
+	if _, err := m.SyncPod(ctx, pod, ps, &fakeProbes{}, false); err == nil {
 		t.Fatal("SyncPod in the back-off succeeded")
 	}
 	if again := cri.calls()[before:]; len(again) > 0 {
@@ -314,7 +314,7 @@ func TestSyncPodImageVolumeNeverPull(t *testing.T) {
 	pod := makeTestPod()
 	withImageVolume(pod, v1.PullNever, "")
 
-	if _, err := m.SyncPodWithResult(context.Background(), pod, &container.PodStatus{ID: pod.UID}, &fakeProbes{}, false); err == nil {
+	if _, err := m.SyncPod(context.Background(), pod, &container.PodStatus{ID: pod.UID}, &fakeProbes{}, false); err == nil {
 		t.Fatal("SyncPod succeeded")
 	}
 	if w, _ := m.ContainerWaiting(pod.UID, "foo1"); w.Reason != ReasonErrImageNeverPull {
@@ -351,11 +351,11 @@ func TestSyncPodImageVolumesNotPulledWithoutStart(t *testing.T) {
 			withImageVolume(pod, v1.PullAlways, "")
 			ps := tc.status(pod)
 			for range tc.before {
-				_, _ = m.SyncPodWithResult(context.Background(), pod, ps, &fakeProbes{}, false)
+				_, _ = m.SyncPod(context.Background(), pod, ps, &fakeProbes{}, false)
 			}
 			statuses, calls, evs := cri.statuses, len(cri.calls()), len(recorder.Events())
 
-			_, _ = m.SyncPodWithResult(context.Background(), pod, ps, &fakeProbes{}, false)
+			_, _ = m.SyncPod(context.Background(), pod, ps, &fakeProbes{}, false)
 			if cri.statuses != statuses || len(cri.calls()) != calls {
 				t.Errorf("sync: %d ImageStatus calls, mutations %q; want none", cri.statuses-statuses, cri.calls()[calls:])
 			}
@@ -389,7 +389,7 @@ func TestEnsureImageInspectError(t *testing.T) {
 	pod := makeTestPod()
 	pod.Spec.Containers = pod.Spec.Containers[:1]
 
-	if _, err := m.SyncPodWithResult(context.Background(), pod, &container.PodStatus{ID: pod.UID}, &fakeProbes{}, false); err == nil {
+	if _, err := m.SyncPod(context.Background(), pod, &container.PodStatus{ID: pod.UID}, &fakeProbes{}, false); err == nil {
 		t.Fatal("SyncPod succeeded")
 	}
 	msg := fmt.Sprintf("Failed to inspect image %q: rpc error: code = Unavailable desc = image store down", testImage)

@@ -107,7 +107,7 @@ func TestPullSecrets(t *testing.T) {
 	})
 	start := func(pod *v1.Pod) error {
 		t.Helper()
-		_, err := m.SyncPodWithResult(context.Background(), pod, &container.PodStatus{ID: pod.UID}, &fakeProbes{}, false)
+		_, err := m.SyncPod(context.Background(), pod, &container.PodStatus{ID: pod.UID}, &fakeProbes{}, false)
 		return err
 	}
 	steps := []struct {

@@ -36,7 +36,7 @@ const (
 	ReasonImageInspectError          = "ImageInspectError"
 )
 
-// SyncResult says what SyncPodWithResult did, so that the caller knows
+// SyncResult says what SyncPod did, so that the caller knows
 // whether the runtime's view of the pod may have changed.
 type SyncResult struct {
 	// Acted is true when SyncPod made, or tried, a call that changes the
@@ -61,14 +61,7 @@ type SyncResult struct {
 	Reset bool
 }
 
-// SyncPod makes the runtime match the pod; it is SyncPodWithResult for
-// callers that need no SyncResult.
-func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod, podStatus *container.PodStatus, probes ProbeResults, restartAllContainers bool) error {
-	_, err := m.SyncPodWithResult(ctx, pod, podStatus, probes, restartAllContainers)
-	return err
-}
-
-// SyncPodWithResult makes the runtime match the pod, in the kubelet's
+// SyncPod makes the runtime match the pod, in the kubelet's
 // kubeGenericRuntimeManager.SyncPod order:
 //  1. compute what to do (computePodActions);
 //  2. kill the pod if its sandbox must go, else kill unwanted containers,
@@ -95,7 +88,7 @@ func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod, podStatus *container
 // It is longer than 120 lines on purpose: it stays one function in the
 // order of the kubelet's SyncPod, so that the two read side by side and a
 // change upstream maps to one place here.
-func (m *Manager) SyncPodWithResult(ctx context.Context, pod *v1.Pod, podStatus *container.PodStatus, probes ProbeResults, restartAllContainers bool) (res SyncResult, retErr error) {
+func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod, podStatus *container.PodStatus, probes ProbeResults, restartAllContainers bool) (res SyncResult, retErr error) {
 	log := loggerFrom(ctx)
 	waitingBefore := m.waitingOf(pod.UID)
 	defer func() { res.WaitingChanged = !maps.Equal(waitingBefore, m.waitingOf(pod.UID)) }()

@@ -52,9 +52,9 @@ func TestSyncPodWithRestartAllContainers(t *testing.T) {
 	ps := makeTestPodStatus(pod)
 	setStatuses(ps, exited("init1", 0), exited("foo2", 42))
 
-	res, err := m.SyncPodWithResult(context.Background(), pod, ps, &fakeProbes{}, true)
+	res, err := m.SyncPod(context.Background(), pod, ps, &fakeProbes{}, true)
 	if err != nil {
-		t.Fatalf("SyncPodWithResult: %v", err)
+		t.Fatalf("SyncPod: %v", err)
 	}
 	want := []string{
 		"StopContainer " + cid("foo1").ID + " timeout=2", "RemoveContainer " + cid("foo1").ID,
@@ -67,8 +67,8 @@ func TestSyncPodWithRestartAllContainers(t *testing.T) {
 
 	ps.ContainerStatuses = nil
 	before := len(cri.calls())
-	if _, err := m.SyncPodWithResult(context.Background(), pod, ps, &fakeProbes{}, false); err != nil {
-		t.Fatalf("SyncPodWithResult after the reset: %v", err)
+	if _, err := m.SyncPod(context.Background(), pod, ps, &fakeProbes{}, false); err != nil {
+		t.Fatalf("SyncPod after the reset: %v", err)
 	}
 	want = []string{"CreateContainer init1", "StartContainer new-init1"}
 	if got := cri.calls()[before:]; !slices.Equal(got, want) {

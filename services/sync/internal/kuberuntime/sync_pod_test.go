@@ -82,7 +82,7 @@ func justExited(pod *v1.Pod) *container.PodStatus {
 	return ps
 }
 
-func TestSyncPodWithResultSaysWhetherItActed(t *testing.T) {
+func TestSyncPodSaysWhetherItActed(t *testing.T) {
 	ctx := context.Background()
 	for _, tc := range []struct {
 		desc string
@@ -169,9 +169,9 @@ func TestSyncPodWithResultSaysWhetherItActed(t *testing.T) {
 			for i := range tc.syncs {
 				mutationsBefore = len(cri.calls())
 				var err error
-				res, err = m.SyncPodWithResult(ctx, pod, ps, &fakeProbes{}, false)
+				res, err = m.SyncPod(ctx, pod, ps, &fakeProbes{}, false)
 				if err != nil && i == tc.syncs-1 && tc.wantActed {
-					t.Fatalf("SyncPodWithResult: %v", err)
+					t.Fatalf("SyncPod: %v", err)
 				}
 			}
 			if res.Acted != tc.wantActed || res.WaitingChanged != tc.wantWaiting {
@@ -287,8 +287,8 @@ func TestImageUserFromOneImageStatus(t *testing.T) {
 			pod := makeTestPod()
 			pod.Spec.Containers = pod.Spec.Containers[:1]
 			pod.Spec.Containers[0].ImagePullPolicy = tc.policy
-			if _, err := m.SyncPodWithResult(context.Background(), pod, &container.PodStatus{ID: pod.UID}, &fakeProbes{}, false); err != nil {
-				t.Fatalf("SyncPodWithResult: %v", err)
+			if _, err := m.SyncPod(context.Background(), pod, &container.PodStatus{ID: pod.UID}, &fakeProbes{}, false); err != nil {
+				t.Fatalf("SyncPod: %v", err)
 			}
 			if cri.statusCalls != tc.wantStatus || cri.pullCalls != tc.wantPulls {
 				t.Errorf("ImageStatus x%d, PullImage x%d; want x%d, x%d", cri.statusCalls, cri.pullCalls, tc.wantStatus, tc.wantPulls)
@@ -366,8 +366,8 @@ func TestSyncPodPodIPEnv(t *testing.T) {
 				fieldEnv("POD_IP", "status.podIP"), fieldEnv("POD_IPS", "status.podIPs"), fieldEnv("HOST_IP", "status.hostIP"),
 			}
 			ps := &container.PodStatus{ID: pod.UID, IPs: tc.statusIPs}
-			if _, err := m.SyncPodWithResult(context.Background(), pod, ps, &fakeProbes{}, false); err != nil {
-				t.Fatalf("SyncPodWithResult: %v", err)
+			if _, err := m.SyncPod(context.Background(), pod, ps, &fakeProbes{}, false); err != nil {
+				t.Fatalf("SyncPod: %v", err)
 			}
 			if len(cri.envs) != 1 {
 				t.Fatalf("%d containers created, want 1", len(cri.envs))

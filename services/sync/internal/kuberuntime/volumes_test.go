@@ -311,7 +311,7 @@ func TestSyncPodWaitsForVolumes(t *testing.T) {
 	pod.Spec.Volumes = []v1.Volume{{Name: "creds", VolumeSource: v1.VolumeSource{Secret: &v1.SecretVolumeSource{SecretName: "later"}}}}
 	pod.Spec.Containers[0].VolumeMounts = []v1.VolumeMount{{Name: "creds", MountPath: "/creds"}}
 
-	_, err := m.SyncPodWithResult(t.Context(), pod, &container.PodStatus{ID: pod.UID}, &fakeProbes{}, false)
+	_, err := m.SyncPod(t.Context(), pod, &container.PodStatus{ID: pod.UID}, &fakeProbes{}, false)
 	if err == nil || !strings.Contains(err.Error(), "unmounted volumes=[creds]") {
 		t.Fatalf("SyncPod error %v, want unmounted volumes", err)
 	}
@@ -323,7 +323,7 @@ func TestSyncPodWaitsForVolumes(t *testing.T) {
 	}
 
 	objs.secrets["default/later"] = &v1.Secret{Data: map[string][]byte{"k": []byte("v")}}
-	if _, err := m.SyncPodWithResult(t.Context(), pod, &container.PodStatus{ID: pod.UID}, &fakeProbes{}, false); err != nil {
+	if _, err := m.SyncPod(t.Context(), pod, &container.PodStatus{ID: pod.UID}, &fakeProbes{}, false); err != nil {
 		t.Fatalf("SyncPod once the secret exists: %v", err)
 	}
 	if len(cri.createConfig) != 1 {

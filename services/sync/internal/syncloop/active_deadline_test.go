@@ -84,7 +84,7 @@ func TestSyncPodFailsAPodPastItsActiveDeadline(t *testing.T) {
 		{desc: "a lowered deadline already past fails the pod", deadline: new(int64(1)), wantTerminal: true},
 	} {
 		t.Run(tc.desc, func(t *testing.T) {
-			rt := newStatusRuntime()
+			rt := newFakeRuntime()
 			rt.setStatus(uid, runningStatus(uid, container.ContainerStateRunning))
 			pm := podmanager.New()
 			rec := &events.FakeRecorder{}
@@ -122,7 +122,7 @@ func (recorderWithForget) Forget(string, string) {}
 // others, so such a pod fails without waiting for its periodic resync.
 func TestGetPodsToSync(t *testing.T) {
 	pm := podmanager.New()
-	k := New(Options{}, source.NewPodConfig(), pm, newStatusRuntime(), &fakeCRI{})
+	k := New(Options{}, source.NewPodConfig(), pm, newFakeRuntime(), &fakeCRI{})
 	startedAgo := func(d time.Duration) v1.PodStatus {
 		return v1.PodStatus{StartTime: &metav1.Time{Time: time.Now().Add(-d)}}
 	}

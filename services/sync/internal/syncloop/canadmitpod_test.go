@@ -72,8 +72,7 @@ func newAdmitHarness(t *testing.T, policy FailurePolicy) *admitHarness {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	rt := &fakeRuntime{pods: map[types.UID]*kuberuntime.RunningPod{},
-		killed: map[types.UID]bool{}, removed: map[types.UID]bool{}, grace: map[types.UID]*int64{}}
+	rt := newFakeRuntime()
 	pm := podmanager.New()
 	ad := &fakeAdmitter{decide: admitAll}
 	k := New(Options{Admitter: ad, AdmissionFailurePolicy: policy, AdmitRetryInitial: 10 * time.Millisecond},

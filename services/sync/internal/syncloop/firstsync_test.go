@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
@@ -23,8 +22,8 @@ func TestFirstSyncReadsOnlyWhenTheRuntimeMayHoldThePod(t *testing.T) {
 	ctx := context.Background()
 	const uid = types.UID("p")
 	running := &fakeCRI{
-		sandboxes:  []*runtimeapi.PodSandbox{sb("sb-p", "p", runtimeapi.PodSandboxState_SANDBOX_READY)},
-		containers: []*runtimeapi.Container{ctr("c-p", "p", runtimeapi.ContainerState_CONTAINER_RUNNING)},
+		Sandboxes:  []*runtimeapi.PodSandbox{sb("sb-p", "p", runtimeapi.PodSandboxState_SANDBOX_READY)},
+		Containers: []*runtimeapi.Container{ctr("c-p", "p", runtimeapi.ContainerState_CONTAINER_RUNNING)},
 	}
 	for _, tc := range []struct {
 		desc string
@@ -43,59 +42,59 @@ func TestFirstSyncReadsOnlyWhenTheRuntimeMayHoldThePod(t *testing.T) {
 		},
 		{
 			desc:      "a relist listed nothing of the pod: empty status, no read",
-			before:    func(k *Kubelet) { k.pleg.relist(ctx) },
+			before:    func(k *Kubelet) { k.pleg.Relist(ctx) },
 			wantReads: 0,
 		},
 		{
 			desc:      "a relist listed the pod before a source had it (sync restarted): read",
 			inRuntime: true,
-			before:    func(k *Kubelet) { k.pleg.relist(ctx) },
+			before:    func(k *Kubelet) { k.pleg.Relist(ctx) },
 			wantReads: 1,
 		},
 		{
 			desc: "the pod's cache entry was invalidated: read",
 			before: func(k *Kubelet) {
-				k.pleg.relist(ctx)
-				k.cache.Invalidate(uid, time.Now())
+				k.pleg.Relist(ctx)
+				k.statuses.cache.Invalidate(uid, time.Now())
 			},
 			wantReads: 1,
 		},
 		{
-			desc: "an event named the pod after the relist: read",
+			desc: "the PLEG learned of the pod after the relist (an event): read",
 			before: func(k *Kubelet) {
-				k.pleg.relist(ctx)
-				k.pleg.queueEvent(uid, &runtimeapi.ContainerEventResponse{CreatedAt: time.Now().UnixNano()})
+				k.pleg.Relist(ctx)
+				k.pleg.Touch(uid, time.Now())
 			},
 			wantReads: 1,
 		},
 		{
 			desc: "a pod of the same UID was forgotten after the relist: read",
 			before: func(k *Kubelet) {
-				k.pleg.relist(ctx)
-				k.forgetPodStatus(uid)
+				k.pleg.Relist(ctx)
+				k.statuses.forget(uid)
 			},
 			wantReads: 1,
 		},
 		{
 			desc: "a relist after the forget listed nothing: no read",
 			before: func(k *Kubelet) {
-				k.forgetPodStatus(uid)
+				k.statuses.forget(uid)
 				// The relist must begin after the forget: wait for the
 				// clock to move past it.
 				for forgotBy := time.Now(); !time.Now().After(forgotBy); {
 				}
-				k.pleg.relist(ctx)
+				k.pleg.Relist(ctx)
 			},
 			wantReads: 0,
 		},
 	} {
 		t.Run(tc.desc, func(t *testing.T) {
-			rt := newStatusRuntime()
-			k, pm := newCacheKubelet(rt)
+			rt, cri := newFakeRuntime(), &fakeCRI{}
 			if tc.inRuntime {
 				rt.setStatus(uid, runningStatus(uid, container.ContainerStateRunning))
-				k.pleg.rt = running
+				cri = running
 			}
+			k, pm := newCacheKubelet(rt, cri)
 			if tc.before != nil {
 				tc.before(k)
 			}
@@ -115,26 +114,6 @@ func TestFirstSyncReadsOnlyWhenTheRuntimeMayHoldThePod(t *testing.T) {
 			}
 		})
 	}
-}
-
-// knownStatusRuntime is a statusRuntime that can read given objects'
-// statuses (GetPodStatusOf) and whose SyncPod may fail.
-type knownStatusRuntime struct {
-	*statusRuntime
-	syncErr    error
-	knownReads [][]string
-}
-
-func (f *knownStatusRuntime) SyncPodWithResult(ctx context.Context, pod *v1.Pod, ps *container.PodStatus, probes kuberuntime.ProbeResults, restartAll bool) (kuberuntime.SyncResult, error) {
-	res, _ := f.statusRuntime.SyncPodWithResult(ctx, pod, ps, probes, restartAll)
-	return res, f.syncErr
-}
-
-func (f *knownStatusRuntime) GetPodStatusOf(_ context.Context, uid types.UID, _, _ string, sandboxIDs, containerIDs []string) (*container.PodStatus, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.knownReads = append(f.knownReads, append(append([]string(nil), sandboxIDs...), containerIDs...))
-	return f.status[uid], nil
 }
 
 // After the first sync of a pod the runtime held nothing of creates it,
@@ -158,11 +137,12 @@ func TestStatusAfterCreatingANewPodIsReadWithoutListing(t *testing.T) {
 		{desc: "the sync failed: full read after", relisted: true, syncErr: errors.New("StartContainer failed"), wantReads: 1},
 	} {
 		t.Run(tc.desc, func(t *testing.T) {
-			rt := &knownStatusRuntime{statusRuntime: newStatusRuntime(), syncErr: tc.syncErr}
+			rt := newFakeRuntime()
+			rt.syncErr = tc.syncErr
 			rt.setResult(created)
-			k, pm := newCacheKubelet(rt)
+			k, pm := newCacheKubelet(rt, &fakeCRI{})
 			if tc.relisted {
-				k.pleg.relist(ctx)
+				k.pleg.Relist(ctx)
 			}
 			pod := cachePod(uid)
 			pm.AddPod(pod)

@@ -55,7 +55,7 @@ func (k *Kubelet) HandlePodCleanups(ctx context.Context) {
 		}
 		// Dropped before anything else can run a worker for the UID
 		// again (housekeeping and pod additions share the sync loop).
-		k.forgetPodStatus(uid)
+		k.statuses.forget(uid)
 		if err := k.runtime.RemovePod(ctx, uid); err != nil {
 			log.Warn("cannot remove the runtime leftovers of a removed pod", zap.String("podUID", string(uid)), zap.Error(err))
 		} else {
@@ -66,7 +66,7 @@ func (k *Kubelet) HandlePodCleanups(ctx context.Context) {
 		log.Info("pod removed", zap.String("podUID", string(uid)))
 	}
 
-	k.cache.Retain(func(uid types.UID) bool { return desired[uid] || k.workers.IsKnown(uid) })
+	k.statuses.retain(func(uid types.UID) bool { return desired[uid] || k.workers.IsKnown(uid) })
 
 	k.removePodCgroups(ctx)
 	// Back-off tables do not depend on the listing.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"reflect"
-	"sync"
 	"testing"
 	"time"
 
@@ -13,88 +12,20 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
-	"github.com/splitlet/splitlet/services/sync/internal/container"
 	"github.com/splitlet/splitlet/services/sync/internal/kuberuntime"
 	"github.com/splitlet/splitlet/services/sync/internal/podmanager"
 	"github.com/splitlet/splitlet/services/sync/internal/source"
 	"github.com/splitlet/splitlet/services/sync/internal/worker"
 )
 
-// fakeRuntime is a Runtime holding a fixed set of runtime pods and recording
-// kills and removals.
-type fakeRuntime struct {
-	mu      sync.Mutex
-	pods    map[types.UID]*kuberuntime.RunningPod
-	killed  map[types.UID]bool
-	removed map[types.UID]bool
-	// grace records the grace period override of each kill.
-	grace map[types.UID]*int64
-	// lists and gcs count GetPods and GarbageCollect calls.
-	lists, gcs int
-}
-
-var _ Runtime = (*fakeRuntime)(nil)
-
-func (f *fakeRuntime) GetPodStatus(_ context.Context, uid types.UID, name, ns string) (*container.PodStatus, error) {
-	return &container.PodStatus{ID: uid, Name: name, Namespace: ns}, nil
-}
-func (f *fakeRuntime) SyncPod(context.Context, *v1.Pod, *container.PodStatus, kuberuntime.ProbeResults, bool) error {
-	return nil
-}
-func (f *fakeRuntime) KillPod(_ context.Context, _ *v1.Pod, uid types.UID, grace *int64) error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.killed[uid] = true
-	if f.grace != nil {
-		f.grace[uid] = grace
-	}
-	return nil
-}
-func (f *fakeRuntime) RemovePod(_ context.Context, uid types.UID) error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.removed[uid] = true
-	delete(f.pods, uid)
-	return nil
-}
-func (f *fakeRuntime) GetPods(context.Context) (map[types.UID]*kuberuntime.RunningPod, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.lists++
-	out := map[types.UID]*kuberuntime.RunningPod{}
-	for k, v := range f.pods {
-		out[k] = v
-	}
-	return out, nil
-}
-func (f *fakeRuntime) ContainerWaiting(types.UID, string) (kuberuntime.WaitingReason, bool) {
-	return kuberuntime.WaitingReason{}, false
-}
-func (f *fakeRuntime) ForgetPod(types.UID) {}
-func (f *fakeRuntime) GarbageCollect(context.Context) error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.gcs++
-	return nil
-}
-func (f *fakeRuntime) GC() {}
-
-func (f *fakeRuntime) state(uid types.UID) (killed, removed bool) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.killed[uid], f.removed[uid]
-}
-
 func TestHandlePodCleanups(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	rt := &fakeRuntime{
-		pods: map[types.UID]*kuberuntime.RunningPod{
-			"desired": {UID: "desired", Managed: true},
-			"orphan":  {UID: "orphan", Name: "o", Namespace: "default", Managed: true},
-			"foreign": {UID: "foreign", Name: "kubelets", Namespace: "default"},
-		},
-		killed: map[types.UID]bool{}, removed: map[types.UID]bool{},
+	rt := newFakeRuntime()
+	rt.pods = map[types.UID]*kuberuntime.RunningPod{
+		"desired": {UID: "desired", Managed: true},
+		"orphan":  {UID: "orphan", Name: "o", Namespace: "default", Managed: true},
+		"foreign": {UID: "foreign", Name: "kubelets", Namespace: "default"},
 	}
 	pm := podmanager.New()
 	cgroups := &fakeCgroups{failFirst: true}
@@ -148,16 +79,6 @@ func (f *fakeCgroups) Remove(uid types.UID) error {
 	return nil
 }
 
-func (f *fakeRuntime) counts() (lists, gcs int) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.lists, f.gcs
-}
-
-func newFakeRuntime() *fakeRuntime {
-	return &fakeRuntime{pods: map[types.UID]*kuberuntime.RunningPod{}, killed: map[types.UID]bool{}, removed: map[types.UID]bool{}}
-}
-
 // Housekeeping neither collects garbage nor lists the node on every pass.
 func TestHandlePodCleanupsListsAtMostOncePerCachePeriod(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
@@ -198,14 +119,14 @@ func TestRelistFeedsOrphanScan(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	rt := newFakeRuntime()
-	cri := &fakeCRI{sandboxes: []*runtimeapi.PodSandbox{{
+	cri := &fakeCRI{Sandboxes: []*runtimeapi.PodSandbox{{
 		Id: "s1", State: runtimeapi.PodSandboxState_SANDBOX_READY,
 		Labels:      map[string]string{kuberuntime.KubernetesPodUIDLabel: "orphan", kuberuntime.KubernetesPodNameLabel: "o", kuberuntime.KubernetesPodNamespaceLabel: "default"},
 		Annotations: map[string]string{kuberuntime.ManagedByAnnotation: kuberuntime.ManagedByValue},
 	}}}
 	k := New(Options{}, source.NewPodConfig(), podmanager.New(), rt, cri)
 	k.workers = worker.New(ctx, k, time.Hour, time.Hour, nil)
-	k.pleg.relist(ctx)
+	k.pleg.Relist(ctx)
 	k.HandlePodCleanups(ctx)
 	if lists, _ := rt.counts(); lists != 0 {
 		t.Errorf("housekeeping listed the node %d times after a fresh relist, want 0", lists)

@@ -1,7 +1,7 @@
 // Package syncloop is the heart of splitlet-sync: the kubelet's syncLoop
 // (pkg/kubelet/kubelet.go) rebuilt. It reads merged pod updates from the
 // sources (HandlePodAdditions, HandlePodUpdates, HandlePodRemoves, ...),
-// wakes pod workers on runtime lifecycle events (pleg.go), and runs
+// wakes pod workers on runtime lifecycle events (package pleg), and runs
 // housekeeping (HandlePodCleanups), while the pod workers call back into
 // SyncPod, SyncTerminatingPod and SyncTerminatedPod (sync.go), which drive
 // the runtime through kuberuntime and publish the pod's status.
@@ -37,6 +37,7 @@ import (
 	"github.com/splitlet/splitlet/services/sync/internal/container"
 	"github.com/splitlet/splitlet/services/sync/internal/events"
 	"github.com/splitlet/splitlet/services/sync/internal/kuberuntime"
+	"github.com/splitlet/splitlet/services/sync/internal/pleg"
 	"github.com/splitlet/splitlet/services/sync/internal/podmanager"
 	"github.com/splitlet/splitlet/services/sync/internal/prober"
 	"github.com/splitlet/splitlet/services/sync/internal/source"
@@ -45,10 +46,19 @@ import (
 	"github.com/splitlet/splitlet/services/sync/internal/worker"
 )
 
-// Runtime is what the sync loop needs of kuberuntime.Manager.
+// Runtime is what the sync loop needs of kuberuntime.Manager, all of it
+// required: test fakes implement it in full, so tests take the paths
+// production takes.
 type Runtime interface {
+	// GetPodStatus reads a pod's status, listing its sandboxes and
+	// containers; GetPodStatusOf reads the status of given ones without
+	// listing; GeneratePodStatus builds the status a container event
+	// carries without a call (statuscache.go, package pleg).
 	GetPodStatus(ctx context.Context, uid types.UID, name, namespace string) (*container.PodStatus, error)
-	SyncPod(ctx context.Context, pod *v1.Pod, podStatus *container.PodStatus, probes kuberuntime.ProbeResults, restartAllContainers bool) error
+	GetPodStatusOf(ctx context.Context, uid types.UID, name, namespace string, sandboxIDs, containerIDs []string) (*container.PodStatus, error)
+	GeneratePodStatus(ctx context.Context, ev *runtimeapi.ContainerEventResponse) (*container.PodStatus, error)
+	// SyncPod makes the runtime match the pod and says what it did.
+	SyncPod(ctx context.Context, pod *v1.Pod, podStatus *container.PodStatus, probes kuberuntime.ProbeResults, restartAllContainers bool) (kuberuntime.SyncResult, error)
 	KillPod(ctx context.Context, pod *v1.Pod, uid types.UID, gracePeriodOverride *int64) error
 	RemovePod(ctx context.Context, uid types.UID) error
 	GetPods(ctx context.Context) (map[types.UID]*kuberuntime.RunningPod, error)
@@ -59,25 +69,6 @@ type Runtime interface {
 }
 
 var _ Runtime = (*kuberuntime.Manager)(nil)
-
-// resultSyncer is an optional capability of a Runtime: SyncPod that says
-// whether it acted, so a sync that did nothing does not read the runtime
-// again. A Runtime without it is assumed to act on every sync.
-type resultSyncer interface {
-	SyncPodWithResult(ctx context.Context, pod *v1.Pod, podStatus *container.PodStatus, probes kuberuntime.ProbeResults, restartAllContainers bool) (kuberuntime.SyncResult, error)
-}
-
-var _ resultSyncer = (*kuberuntime.Manager)(nil)
-
-// podStatusGenerator is an optional capability of a Runtime: the pod status
-// a container event carries, built without a runtime call. Without it the
-// PLEG only wakes the pod's worker on events, and the worker reads the
-// runtime.
-type podStatusGenerator interface {
-	GeneratePodStatus(ctx context.Context, ev *runtimeapi.ContainerEventResponse) (*container.PodStatus, error)
-}
-
-var _ podStatusGenerator = (*kuberuntime.Manager)(nil)
 
 // Finalizer is told when a deleted pod has terminated, so its source can
 // forget it (the API source deletes it from the store). The kubelet's
@@ -194,11 +185,11 @@ type Kubelet struct {
 	config     *source.PodConfig
 	podManager *podmanager.Manager
 	runtime    Runtime
-	pleg       *pleg
+	pleg       *pleg.PLEG
 	workers    *worker.PodWorkers
-	// cache holds the runtime status of each pod, fed by the PLEG and by
-	// the syncs' own reads (the kubelet's podCache).
-	cache *container.Cache
+	// statuses are the pods' runtime statuses and the rule by which a
+	// sync reuses them (statuscache.go).
+	statuses *statusCache
 	// runtimePods is the latest node-wide listing, for housekeeping's
 	// orphan scan (the kubelet's runtimeCache), fed by the PLEG's relists.
 	runtimePods *runtimeCache
@@ -219,13 +210,6 @@ type Kubelet struct {
 	// sources to their first sync (podstart_trace.go); empty without
 	// tracing.
 	startSpans map[types.UID]trace.Span
-	// lastSync is, per pod, when the runtime status its previous SyncPod
-	// ended with was read: a later sync may use a cached status read at or
-	// after it, never an older one (the kubelet's lastSyncTime in
-	// podWorkerLoop).
-	lastSync map[types.UID]time.Time
-	// syncing holds the pods whose SyncPod is running.
-	syncing map[types.UID]bool
 	// terminal holds the status imposed on pods the node kills itself
 	// (preemption victims, evicted pods).
 	terminal map[types.UID]*terminalStatus
@@ -284,9 +268,7 @@ func New(opts Options, config *source.PodConfig, podManager *podmanager.Manager,
 	}
 	k := &Kubelet{
 		opts: opts, config: config, podManager: podManager, runtime: rt,
-		cache:            container.NewCache(),
-		lastSync:         map[types.UID]time.Time{},
-		syncing:          map[types.UID]bool{},
+		statuses:         newStatusCache(rt),
 		firstSeen:        map[types.UID]time.Time{},
 		rejected:         map[types.UID]bool{},
 		pendingAdmission: map[types.UID]bool{},
@@ -298,23 +280,17 @@ func New(opts Options, config *source.PodConfig, podManager *podmanager.Manager,
 	k.activeDeadline = newActiveDeadlineHandler(podManager.GetPodStatus, opts.Recorder, time.Now)
 	k.runtimePods = newRuntimeCache(rt.GetPods, runtimeCacheRefreshPeriod)
 	k.cgroupsLeft = map[types.UID]int{}
-	k.pleg = newPLEG(cri, opts.RelistInterval, opts.Metrics)
-	k.pleg.eventedInterval = opts.EventedRelistInterval
-	k.pleg.cache, k.pleg.statuses, k.pleg.wanted, k.pleg.syncing = k.cache, rt, k.hasPod, k.isSyncing
-	k.pleg.listed = func(sandboxes []*runtimeapi.PodSandbox, containers []*runtimeapi.Container, listedAt time.Time) {
-		k.runtimePods.set(kuberuntime.GroupRunningPods(sandboxes, containers), listedAt)
-	}
-	if gen, ok := rt.(podStatusGenerator); ok {
-		k.pleg.generator = gen
-	}
+	k.pleg = pleg.New(pleg.Options{
+		CRI: cri, Runtime: rt, Cache: k.statuses.cache,
+		RelistPeriod: opts.RelistInterval, EventedRelistPeriod: opts.EventedRelistInterval,
+		Metrics: opts.Metrics.PLEG,
+		Wanted:  k.hasPod, Syncing: k.statuses.isSyncing,
+		Listed: func(sandboxes []*runtimeapi.PodSandbox, containers []*runtimeapi.Container, listedAt time.Time) {
+			k.runtimePods.set(kuberuntime.GroupRunningPods(sandboxes, containers), listedAt)
+		},
+	})
+	k.statuses.listing = k.pleg
 	return k
-}
-
-// isSyncing reports whether the pod's SyncPod is running.
-func (k *Kubelet) isSyncing(uid types.UID) bool {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	return k.syncing[uid]
 }
 
 // hasPod reports whether sync handles the pod (a source has it or a worker
@@ -329,7 +305,6 @@ func (k *Kubelet) Run(ctx context.Context) error {
 	k.workers = worker.New(ctx, k, k.opts.ResyncInterval, k.opts.BackOffPeriod, func(t worker.UpdateType, d time.Duration) {
 		k.opts.Metrics.PodWorkerDuration.WithLabelValues(t.String()).Observe(d.Seconds())
 	})
-	k.opts.Metrics.setRefresh(func() { k.pleg.refreshRunning(ctx) })
 	go k.pleg.Run(ctx)
 	go k.runContainerGC(ctx)
 	k.syncLoop(ctx)

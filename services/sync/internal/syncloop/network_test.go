@@ -26,7 +26,7 @@ func (n *networkState) NetworkErrors() error { return n.err }
 func TestPodsOnThePodNetworkWaitForIt(t *testing.T) {
 	ctx := context.Background()
 	net := &networkState{err: runtimestate.ErrNetworkUnknown}
-	rt := newStatusRuntime()
+	rt := newFakeRuntime()
 	rec := &events.FakeRecorder{}
 	pm := podmanager.New()
 	k := New(Options{Recorder: recorderWithForget{rec}, Network: net}, source.NewPodConfig(), pm, rt, &fakeCRI{})

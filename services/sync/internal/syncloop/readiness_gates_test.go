@@ -23,7 +23,7 @@ func TestReadinessGateReconcile(t *testing.T) {
 	const gate = v1.PodConditionType("example.com/lb")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	rt := newStatusRuntime()
+	rt := newFakeRuntime()
 	rt.setStatus(uid, runningStatus(uid, container.ContainerStateRunning))
 	pm := podmanager.New()
 	k := New(Options{}, source.NewPodConfig(), pm, rt, &fakeCRI{})

@@ -23,8 +23,8 @@ func TestSyncPodAsksForRestartAllFromTheStatus(t *testing.T) {
 	pod.Spec.Containers[0].RestartPolicy = &never
 	pod.Spec.Containers[0].RestartPolicyRules = []v1.ContainerRestartRule{{Action: v1.ContainerRestartRuleActionRestartAllContainers,
 		ExitCodes: &v1.ContainerRestartRuleOnExitCodes{Operator: v1.ContainerRestartRuleOnExitCodesOpIn, Values: []int32{42}}}}
-	rt := newStatusRuntime()
-	k, pm := newCacheKubelet(rt)
+	rt := newFakeRuntime()
+	k, pm := newCacheKubelet(rt, &fakeCRI{})
 	pm.AddPod(pod)
 
 	for i, step := range []struct {
@@ -49,7 +49,7 @@ func TestSyncPodAsksForRestartAllFromTheStatus(t *testing.T) {
 		}
 		rt.setStatus(uid, ps)
 		// The runtime changed: the next sync must read it.
-		k.cache.Invalidate(uid, time.Now())
+		k.statuses.cache.Invalidate(uid, time.Now())
 		if _, err := k.SyncPod(ctx, 0, pod); err != nil {
 			t.Fatalf("%s: %v", step.desc, err)
 		}

@@ -56,104 +56,11 @@ func (k *Kubelet) oldPodStatus(pod *v1.Pod) (old v1.PodStatus, generated, ok boo
 // generateStatus reads the runtime's view of the pod, generates its API
 // status and publishes it. The read goes into the status cache.
 func (k *Kubelet) generateStatus(ctx context.Context, pod *v1.Pod, terminal bool) (*container.PodStatus, v1.PodStatus, error) {
-	podStatus, _, err := k.readPodStatus(ctx, pod)
+	podStatus, _, err := k.statuses.read(ctx, pod)
 	if err != nil {
 		return nil, v1.PodStatus{}, err
 	}
 	return podStatus, k.publishStatus(ctx, pod, podStatus, terminal), nil
-}
-
-// readPodStatus reads the pod's status from the runtime, stores it in the
-// cache and returns it with the time the read started.
-func (k *Kubelet) readPodStatus(ctx context.Context, pod *v1.Pod) (*container.PodStatus, time.Time, error) {
-	readAt := time.Now()
-	podStatus, err := k.runtime.GetPodStatus(ctx, pod.UID, pod.Name, pod.Namespace)
-	if err != nil {
-		return nil, time.Time{}, fmt.Errorf("runtime status: %w", err)
-	}
-	k.cache.Set(pod.UID, podStatus, readAt)
-	return podStatus, readAt, nil
-}
-
-// podStatusForSync returns the runtime status a sync of pod starts from,
-// and when it was read: the cached status when it was read at or after the
-// end of the pod's previous sync, else a fresh read. Matches the kubelet's
-// podWorkerLoop, which takes podCache.GetNewerThan(uid, lastSyncTime),
-// except that it reads instead of waiting for the PLEG.
-//
-// The first sync of a pod the runtime holds nothing of starts from an empty
-// status without a read, as the kubelet's GetNewerThan answers a pod
-// missing from its cache with an empty PodStatus once a relist is newer
-// than the (zero) last sync time. It is safe only when nothing can exist:
-// the pod has no cache entry (not even an invalidation), and a complete
-// relist has run since sync started and neither it nor any later event
-// showed anything of the pod (pleg.runtimeMayHold); only the pod's own
-// worker creates sandboxes and containers for it, and this is its first
-// sync. Before the first relist completes (sync just restarted, pods may
-// already run) every first sync reads. empty reports that case: the
-// runtime holds nothing of the pod but what this sync creates.
-func (k *Kubelet) podStatusForSync(ctx context.Context, pod *v1.Pod) (podStatus *container.PodStatus, readAt time.Time, empty bool, err error) {
-	now := time.Now()
-	k.mu.Lock()
-	since, synced := k.lastSync[pod.UID]
-	k.mu.Unlock()
-	if synced {
-		if podStatus, readAt, ok := k.cache.GetNewerThan(pod.UID, since); ok {
-			return podStatus, readAt, false, nil
-		}
-	} else if !k.cache.Has(pod.UID) && !k.pleg.runtimeMayHold(pod.UID) {
-		return &container.PodStatus{ID: pod.UID, Name: pod.Name, Namespace: pod.Namespace}, now, true, nil
-	}
-	podStatus, readAt, err = k.readPodStatus(ctx, pod)
-	return podStatus, readAt, false, err
-}
-
-// knownStatusReader is an optional capability of a Runtime: reading the
-// status of given sandboxes and containers without listing
-// (kuberuntime.Manager.GetPodStatusOf).
-type knownStatusReader interface {
-	GetPodStatusOf(ctx context.Context, uid types.UID, name, namespace string, sandboxIDs, containerIDs []string) (*container.PodStatus, error)
-}
-
-var _ knownStatusReader = (*kuberuntime.Manager)(nil)
-
-// readStatusAfterSync reads the pod's status after a SyncPod that acted and
-// stores it in the cache. When the sync started from an empty runtime and
-// succeeded, the pod's objects are exactly those it created, so their
-// statuses are read without the two list calls of a full read; otherwise
-// it is a full read (readPodStatus).
-func (k *Kubelet) readStatusAfterSync(ctx context.Context, pod *v1.Pod, startedEmpty bool, res kuberuntime.SyncResult, syncErr error) (*container.PodStatus, time.Time, error) {
-	kr, ok := k.runtime.(knownStatusReader)
-	if !ok || !startedEmpty || syncErr != nil || res.CreatedSandbox == "" {
-		return k.readPodStatus(ctx, pod)
-	}
-	readAt := time.Now()
-	podStatus, err := kr.GetPodStatusOf(ctx, pod.UID, pod.Name, pod.Namespace, []string{res.CreatedSandbox}, res.CreatedContainers)
-	if err != nil {
-		return nil, time.Time{}, fmt.Errorf("runtime status: %w", err)
-	}
-	k.cache.Set(pod.UID, podStatus, readAt)
-	return podStatus, readAt, nil
-}
-
-// setLastSync records that the pod's sync ended with a status read at t.
-func (k *Kubelet) setLastSync(uid types.UID, t time.Time) {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	k.lastSync[uid] = t
-}
-
-// forgetPodStatus drops what the sync loop keeps about a removed pod's
-// runtime status.
-func (k *Kubelet) forgetPodStatus(uid types.UID) {
-	k.mu.Lock()
-	delete(k.lastSync, uid)
-	k.mu.Unlock()
-	k.cache.Delete(uid)
-	// The pod's next first sync (a static pod re-added with the same
-	// UID) must read what the runtime may still hold of it, until a relist
-	// shows otherwise.
-	k.pleg.touch(uid, time.Now())
 }
 
 // publishStatus generates the pod's API status from podStatus and publishes
@@ -218,33 +125,22 @@ func (k *Kubelet) observeStarted(uid types.UID) {
 // read again and published, so watchers see the outcome without waiting for
 // the next sync. Matches the kubelet's SyncPod.
 //
-// The status a sync starts from comes from the cache when it was read at or
-// after the end of the pod's previous sync (podStatusForSync): a sync woken
-// by a PLEG event or a resync then makes no runtime call unless it acts. The
-// end of a sync is the read of the status it acted on, or, when it acted,
-// the read after its actions; a sync thus never acts on a status older than
-// what an earlier sync did.
+// The status a sync starts from, and whether it reads the runtime after,
+// follow the status cache's rule (statuscache.go): a sync woken by a PLEG
+// event or a resync makes no runtime call unless it acts.
 func (k *Kubelet) SyncPod(ctx context.Context, updateType worker.UpdateType, pod *v1.Pod) (bool, error) {
-	k.mu.Lock()
-	k.syncing[pod.UID] = true
-	k.mu.Unlock()
-	defer func() {
-		k.mu.Lock()
-		delete(k.syncing, pod.UID)
-		k.mu.Unlock()
-	}()
-	podStatus, readAt, startedEmpty, err := k.podStatusForSync(ctx, pod)
+	start, err := k.statuses.begin(ctx, pod)
 	if err != nil {
 		return false, err
 	}
-	apiStatus := k.publishStatus(ctx, pod, podStatus, false)
+	apiStatus := k.publishStatus(ctx, pod, start.status, false)
 	if apiStatus.Phase == v1.PodSucceeded || apiStatus.Phase == v1.PodFailed {
-		k.setLastSync(pod.UID, readAt)
+		_, _ = k.statuses.end(ctx, pod, start, kuberuntime.SyncResult{}, nil)
 		logctx.From(ctx).Info("pod is terminal", zap.String("phase", string(apiStatus.Phase)))
 		return true, nil
 	}
 	if err := k.networkNotReady(pod); err != nil {
-		k.setLastSync(pod.UID, readAt)
+		_, err = k.statuses.end(ctx, pod, start, kuberuntime.SyncResult{}, err)
 		return false, err
 	}
 	var probes kuberuntime.ProbeResults
@@ -254,7 +150,7 @@ func (k *Kubelet) SyncPod(ctx context.Context, updateType worker.UpdateType, pod
 	// The kubelet's syncPod asks for an in-place restart when the status
 	// it just generated carries AllContainersRestarting=True.
 	restartAll := hasTrueCondition(&apiStatus, v1.AllContainersRestarting)
-	res, syncErr := k.syncRuntime(ctx, pod, withAPIPodIPs(podStatus, &apiStatus), probes, restartAll)
+	res, syncErr := k.runtime.SyncPod(ctx, pod, withAPIPodIPs(start.status, &apiStatus), probes, restartAll)
 	if res.Reset && syncErr == nil && k.workers != nil {
 		// The containers are gone; start them again at once rather than
 		// at the next event or resync, as the kubelet's syncPod requeues
@@ -262,27 +158,11 @@ func (k *Kubelet) SyncPod(ctx context.Context, updateType worker.UpdateType, pod
 		// status, so this does not loop.
 		k.workers.Wake(pod.UID)
 	}
-	switch {
-	case res.Acted:
-		after, afterAt, err := k.readStatusAfterSync(ctx, pod, startedEmpty, res, syncErr)
-		if err != nil {
-			// The next sync must not use a status read before this
-			// one's actions.
-			k.setLastSync(pod.UID, time.Now())
-			if syncErr == nil {
-				syncErr = err
-			}
-			break
-		}
-		k.setLastSync(pod.UID, afterAt)
+	after, syncErr := k.statuses.end(ctx, pod, start, res, syncErr)
+	// A sync that acted publishes what it did; one that only changed a
+	// waiting reason publishes that, from the status it started from.
+	if after != nil && (res.Acted || res.WaitingChanged) {
 		k.publishStatus(ctx, pod, after, false)
-	case res.WaitingChanged:
-		// Only a waiting reason changed: the status shows it, the runtime
-		// read stays good.
-		k.setLastSync(pod.UID, readAt)
-		k.publishStatus(ctx, pod, podStatus, false)
-	default:
-		k.setLastSync(pod.UID, readAt)
 	}
 	return false, syncErr
 }
@@ -321,15 +201,6 @@ func withAPIPodIPs(podStatus *container.PodStatus, apiStatus *v1.PodStatus) *con
 		ps.IPs = []string{apiStatus.PodIP}
 	}
 	return &ps
-}
-
-// syncRuntime runs the runtime's SyncPod. A Runtime that cannot say whether
-// it acted is taken to have acted.
-func (k *Kubelet) syncRuntime(ctx context.Context, pod *v1.Pod, podStatus *container.PodStatus, probes kuberuntime.ProbeResults, restartAll bool) (kuberuntime.SyncResult, error) {
-	if rs, ok := k.runtime.(resultSyncer); ok {
-		return rs.SyncPodWithResult(ctx, pod, podStatus, probes, restartAll)
-	}
-	return kuberuntime.SyncResult{Acted: true, WaitingChanged: true}, k.runtime.SyncPod(ctx, pod, podStatus, probes, restartAll)
 }
 
 // hasTrueCondition reports whether s carries condition t with status True.

@@ -29,7 +29,7 @@ func TestSyncPodGivesTheRuntimeTheAPIPodIPs(t *testing.T) {
 		{desc: "pod network without an IP yet: none", want: []string{}},
 	} {
 		t.Run(tc.desc, func(t *testing.T) {
-			rt := newStatusRuntime()
+			rt := newFakeRuntime()
 			read := runningStatus(uid, container.ContainerStateRunning)
 			read.IPs = tc.runtimeIPs
 			rt.setStatus(uid, read)

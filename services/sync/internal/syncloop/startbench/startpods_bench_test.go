@@ -168,7 +168,7 @@ func startPods(tb testing.TB, n int, relist, settle time.Duration) startPodsResu
 	// list the node on every gather), counts the completed relists.
 	metrics := syncloop.NewMetrics(nil)
 	relists := prometheus.NewRegistry()
-	relists.MustRegister(metrics.PLEGRelistDuration)
+	relists.MustRegister(metrics.PLEG.RelistDuration)
 	relistCount := func() uint64 {
 		mfs, err := relists.Gather()
 		if err != nil || len(mfs) == 0 || len(mfs[0].GetMetric()) == 0 {

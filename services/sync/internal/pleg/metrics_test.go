@@ -1,4 +1,4 @@
-package syncloop
+package pleg
 
 import (
 	"testing"

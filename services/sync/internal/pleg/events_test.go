@@ -1,4 +1,4 @@
-package syncloop
+package pleg
 
 import (
 	"context"
@@ -12,13 +12,17 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/splitlet/splitlet/internal/testwait"
+	"github.com/splitlet/splitlet/services/sync/internal/container"
+	"github.com/splitlet/splitlet/services/sync/internal/pleg/plegtest"
 )
 
-// eventsCRI is a fakeCRI that counts node-wide sandbox listings and serves
+// eventsCRI is a plegtest.FakeCRI that counts node-wide sandbox listings and serves
 // GetContainerEvents: an open stream that delivers nothing until broken,
 // or Unimplemented, as containerd 1.6 answers.
 type eventsCRI struct {
-	fakeCRI
+	plegtest.FakeCRI
 	unimplemented bool
 
 	mu     sync.Mutex
@@ -30,7 +34,7 @@ func (f *eventsCRI) ListPodSandbox(ctx context.Context, req *runtimeapi.ListPodS
 	f.mu.Lock()
 	f.lists++
 	f.mu.Unlock()
-	return f.fakeCRI.ListPodSandbox(ctx, req, opts...)
+	return f.FakeCRI.ListPodSandbox(ctx, req, opts...)
 }
 
 func (f *eventsCRI) GetContainerEvents(ctx context.Context, _ *runtimeapi.GetEventsRequest, _ ...grpc.CallOption) (grpc.ServerStreamingClient[runtimeapi.ContainerEventResponse], error) {
@@ -91,13 +95,13 @@ func TestRelistPeriodFollowsTheEventStream(t *testing.T) {
 		interval      time.Duration
 		unimplemented bool
 		// run acts on the running PLEG and checks the relists.
-		run func(t *testing.T, g *pleg, cri *eventsCRI)
+		run func(t *testing.T, g *PLEG, cri *eventsCRI)
 	}{
 		{
 			desc:     "a live stream: no relist beyond the one at connection",
 			interval: short,
-			run: func(t *testing.T, g *pleg, cri *eventsCRI) {
-				waitFor(t, "the stream is live", func() bool { return g.relistPeriod() == time.Hour })
+			run: func(t *testing.T, g *PLEG, cri *eventsCRI) {
+				testwait.For(t, "the stream is live", func() bool { return g.relistPeriod() == time.Hour })
 				// Fifteen relist intervals of the bubble's fake time pass,
 				// and whatever they wake runs (synctest.Wait).
 				time.Sleep(15 * short)
@@ -111,31 +115,31 @@ func TestRelistPeriodFollowsTheEventStream(t *testing.T) {
 		{
 			desc:     "a lost stream: relist at once",
 			interval: time.Hour,
-			run: func(t *testing.T, g *pleg, cri *eventsCRI) {
-				waitFor(t, "the stream is live", func() bool { return g.relistPeriod() == time.Hour && cri.relists() == 2 })
+			run: func(t *testing.T, g *PLEG, cri *eventsCRI) {
+				testwait.For(t, "the stream is live", func() bool { return g.relistPeriod() == time.Hour && cri.relists() == 2 })
 				cri.breakStream()
 				// With both periods an hour, only the loss can relist.
-				waitFor(t, "a relist after the loss", func() bool { return cri.relists() > 2 })
+				testwait.For(t, "a relist after the loss", func() bool { return cri.relists() > 2 })
 			},
 		},
 		{
 			desc:     "a lost stream: relists resume at the base interval",
 			interval: short,
-			run: func(t *testing.T, g *pleg, cri *eventsCRI) {
-				waitFor(t, "the stream is live", func() bool { return g.relistPeriod() == time.Hour })
+			run: func(t *testing.T, g *PLEG, cri *eventsCRI) {
+				testwait.For(t, "the stream is live", func() bool { return g.relistPeriod() == time.Hour })
 				before := cri.relists()
 				cri.breakStream()
 				// The PLEG reconnects after 2 s; until then it relists
 				// every interval.
-				waitFor(t, "relists resume", func() bool { return cri.relists() >= before+5 })
+				testwait.For(t, "relists resume", func() bool { return cri.relists() >= before+5 })
 			},
 		},
 		{
 			desc:          "Unimplemented: relists at the base interval",
 			interval:      short,
 			unimplemented: true,
-			run: func(t *testing.T, g *pleg, cri *eventsCRI) {
-				waitFor(t, "relists go on", func() bool { return cri.relists() >= 5 })
+			run: func(t *testing.T, g *PLEG, cri *eventsCRI) {
+				testwait.For(t, "relists go on", func() bool { return cri.relists() >= 5 })
 				if p := g.relistPeriod(); p != short {
 					t.Errorf("relist period %s, want the base interval %s", p, short)
 				}
@@ -149,8 +153,7 @@ func TestRelistPeriodFollowsTheEventStream(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				ctx, cancel := context.WithCancel(context.Background())
 				cri := &eventsCRI{unimplemented: tc.unimplemented}
-				g := newPLEG(cri, tc.interval, NewMetrics(nil))
-				g.eventedInterval = time.Hour
+				g := New(Options{CRI: cri, Runtime: plegtest.NewStatuses(), Cache: container.NewCache(), RelistPeriod: tc.interval, EventedRelistPeriod: time.Hour})
 				done := make(chan struct{})
 				go func() { g.Run(ctx); close(done) }()
 				defer func() { cancel(); <-done }()
