@@ -177,23 +177,8 @@ func (s *stack) restartSync() {
 	}
 }
 
-// waitFor polls cond every 50 ms until it holds or timeout passes.
-func waitFor(t *testing.T, timeout time.Duration, what string, cond func() (bool, string)) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	last := ""
-	for {
-		ok, detail := cond()
-		if ok {
-			return
-		}
-		last = detail
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s; last: %s", timeout, what, last)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
+// waitFor polls cond until it holds or timeout passes.
+var waitFor = launcher.WaitFor
 
 // waitWorkerFinished waits until sync's log says the pod's worker finished
 // (terminated, stopped for good): nothing syncs the pod after that.

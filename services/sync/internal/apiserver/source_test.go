@@ -2,11 +2,12 @@ package apiserver
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"sync"
 	"testing"
-	"time"
 
+	"github.com/splitlet/splitlet/internal/testwait"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -37,23 +38,11 @@ func (r *recordingSetter) Set(_ context.Context, source string, pods []*v1.Pod) 
 // waitFor waits until the latest set equals want.
 func (r *recordingSetter) waitFor(t *testing.T, want []string) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for time.Now().Before(deadline) {
+	testwait.For(t, fmt.Sprintf("the pod sets end with %v", want), func() bool {
 		r.mu.Lock()
-		n := len(r.sets)
-		var last []string
-		if n > 0 {
-			last = r.sets[n-1]
-		}
-		r.mu.Unlock()
-		if n > 0 && slices.Equal(last, want) {
-			return
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	t.Fatalf("pod sets %v never ended with %v", r.sets, want)
+		defer r.mu.Unlock()
+		return len(r.sets) > 0 && slices.Equal(r.sets[len(r.sets)-1], want)
+	})
 }
 
 func testPod(name, node string) *v1.Pod {

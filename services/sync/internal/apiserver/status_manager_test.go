@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 
+	"github.com/splitlet/splitlet/internal/testwait"
 	"github.com/splitlet/splitlet/services/sync/internal/defaults"
 	"github.com/splitlet/splitlet/services/sync/internal/podmanager"
 )
@@ -167,15 +168,10 @@ func TestRunWritesPublishedStatus(t *testing.T) {
 	defer cancel()
 	go m.Run(ctx)
 	prov.ch <- podmanager.Event{Type: podmanager.Modified, Pod: runningPod("p", "u1")}
-	deadline := time.Now().Add(5 * time.Second)
-	for time.Now().Before(deadline) {
+	testwait.For(t, "the published status reaches the API server", func() bool {
 		got, err := client.CoreV1().Pods("default").Get(ctx, "p", metav1.GetOptions{})
-		if err == nil && got.Status.Phase == v1.PodRunning {
-			return
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	t.Fatal("published status never reached the API server")
+		return err == nil && got.Status.Phase == v1.PodRunning
+	})
 }
 
 func TestFinalizeDeletesWithUIDPrecondition(t *testing.T) {

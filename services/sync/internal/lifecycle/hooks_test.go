@@ -10,6 +10,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 
+	"github.com/splitlet/splitlet/internal/testwait"
 	"github.com/splitlet/splitlet/services/sync/internal/status"
 )
 
@@ -98,10 +99,7 @@ func TestPreStop(t *testing.T) {
 				t.Errorf("PreStop took %v, more than the grace period allows", time.Since(start))
 			}
 			// A cut-off hook reports its failure from its own goroutine.
-			deadline := time.Now().Add(5 * time.Second)
-			for len(rec.list()) < len(tc.wantEvent) && time.Now().Before(deadline) {
-				time.Sleep(5 * time.Millisecond)
-			}
+			testwait.For(t, "the hook's events", func() bool { return len(rec.list()) >= len(tc.wantEvent) })
 			if ev := rec.list(); !slices.Equal(ev, tc.wantEvent) {
 				t.Errorf("events = %q, want %q", ev, tc.wantEvent)
 			}

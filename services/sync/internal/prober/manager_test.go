@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
+	"github.com/splitlet/splitlet/internal/testwait"
 	"github.com/splitlet/splitlet/services/sync/internal/container"
 	"github.com/splitlet/splitlet/services/sync/internal/kuberuntime"
 	"github.com/splitlet/splitlet/services/sync/internal/status"
@@ -27,7 +28,7 @@ import (
 
 func TestUpdatePodStatus(t *testing.T) {
 	sidecar := v1.ContainerRestartPolicyAlways
-	running := v1.ContainerState{Running: &v1.ContainerStateRunning{StartedAt: metav1.Now()}}
+	running := v1.ContainerState{Running: &v1.ContainerStateRunning{}} // started now, set below
 	waiting := v1.ContainerState{Waiting: &v1.ContainerStateWaiting{Reason: "ContainerCreating"}}
 	exited := func(code int32) v1.ContainerState {
 		return v1.ContainerState{Terminated: &v1.ContainerStateTerminated{ExitCode: code}}
@@ -111,6 +112,12 @@ func TestUpdatePodStatus(t *testing.T) {
 				m.readiness.Set(id, *tc.readiness, pod.UID)
 			}
 			cs := v1.ContainerStatus{Name: "app", ContainerID: id.String(), State: tc.state}
+			if cs.State.Running != nil {
+				// Started after the manager: with its 1 ms time unit, a
+				// start time taken when the table was built would count
+				// as "before sync restarted" on a loaded machine.
+				cs.State.Running = &v1.ContainerStateRunning{StartedAt: metav1.Now()}
+			}
 			if tc.before {
 				cs.State.Running = &v1.ContainerStateRunning{StartedAt: metav1.NewTime(time.Now().Add(-time.Hour))}
 				started := true
@@ -153,16 +160,7 @@ func deref(b *bool) any {
 }
 
 // eventually polls cond until it holds or 10 s pass.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
+var eventually = testwait.For
 
 func serverPort(t *testing.T, rawURL string) int32 {
 	t.Helper()

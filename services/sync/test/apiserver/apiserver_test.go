@@ -82,20 +82,8 @@ func kubeClient(t *testing.T) (kubernetes.Interface, string) {
 	return c, path
 }
 
-func waitFor(t *testing.T, timeout time.Duration, what string, cond func() (bool, string)) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	last := ""
-	for time.Now().Before(deadline) {
-		ok, msg := cond()
-		if ok {
-			return
-		}
-		last = msg
-		time.Sleep(100 * time.Millisecond)
-	}
-	t.Fatalf("timed out after %s waiting for %s: %s", timeout, what, last)
-}
+// waitFor polls cond until it holds or timeout passes.
+var waitFor = launcher.WaitFor
 
 type stack struct {
 	*launcher.Stack

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/splitlet/splitlet/internal/apiauth"
+	"github.com/splitlet/splitlet/internal/stack"
 
 	"connectrpc.com/connect"
 	"google.golang.org/grpc"
@@ -191,21 +192,8 @@ func (e *env) criContainer(t *testing.T, containerID string) *runtimeapi.Contain
 	return resp.GetStatus()
 }
 
-// waitFor polls cond every 100 ms until it holds or timeout passes.
-func waitFor(t *testing.T, timeout time.Duration, what string, cond func() (bool, string)) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		ok, detail := cond()
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s; last: %s", timeout, what, detail)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-}
+// waitFor polls cond until it holds or timeout passes.
+var waitFor = stack.WaitFor
 
 func toPod(t *testing.T, st *structpb.Struct) *v1.Pod {
 	t.Helper()
