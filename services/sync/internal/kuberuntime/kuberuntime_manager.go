@@ -214,18 +214,32 @@ func (m *Manager) GetPodStatus(ctx context.Context, uid types.UID, name, namespa
 	for _, c := range containers.GetContainers() {
 		containerIDs = append(containerIDs, c.GetId())
 	}
-	return m.GetPodStatusOf(ctx, uid, name, namespace, sandboxIDs, containerIDs)
+	return m.GetPodStatusOf(ctx, uid, name, namespace, PodObjects{SandboxIDs: sandboxIDs, ContainerIDs: containerIDs})
 }
 
-// GetPodStatusOf reads the status of the given sandboxes and containers of
-// the pod, without listing: the same PodStatus GetPodStatus builds when
+// PodObjects are sandboxes and containers of one pod, for GetPodStatusOf:
+// sandboxes whose status was just read, and the IDs of sandboxes and
+// containers whose status is to be read.
+type PodObjects struct {
+	Sandboxes    []*runtimeapi.PodSandboxStatus
+	SandboxIDs   []string
+	ContainerIDs []string
+}
+
+// HasSandbox reports whether o holds a sandbox.
+func (o PodObjects) HasSandbox() bool { return len(o.Sandboxes)+len(o.SandboxIDs) > 0 }
+
+// GetPodStatusOf builds the pod's status from the given sandboxes and
+// containers, without listing: the same PodStatus GetPodStatus builds when
 // these are all the pod has. SyncPod's caller uses it after creating a
-// new pod's sandbox and containers (SyncResult), when nothing else of the
-// pod can exist. An ID the runtime no longer knows is skipped, as it would
-// be had it been removed between GetPodStatus's list and status calls.
-func (m *Manager) GetPodStatusOf(ctx context.Context, uid types.UID, name, namespace string, sandboxIDs, containerIDs []string) (*container.PodStatus, error) {
+// new pod's sandbox and containers (SyncResult.Created), when nothing else
+// of the pod can exist. An ID the runtime no longer knows is skipped, as
+// it would be had it been removed between GetPodStatus's list and status
+// calls.
+func (m *Manager) GetPodStatusOf(ctx context.Context, uid types.UID, name, namespace string, objs PodObjects) (*container.PodStatus, error) {
 	ps := &container.PodStatus{ID: uid, Name: name, Namespace: namespace}
-	for _, id := range sandboxIDs {
+	ps.SandboxStatuses = append(ps.SandboxStatuses, objs.Sandboxes...)
+	for _, id := range objs.SandboxIDs {
 		resp, err := m.runtime.PodSandboxStatus(ctx, &runtimeapi.PodSandboxStatusRequest{PodSandboxId: id})
 		if isNotFound(err) {
 			continue // removed meanwhile
@@ -239,7 +253,7 @@ func (m *Manager) GetPodStatusOf(ctx context.Context, uid types.UID, name, names
 	if err != nil {
 		return nil, err
 	}
-	for _, id := range containerIDs {
+	for _, id := range objs.ContainerIDs {
 		resp, err := m.runtime.ContainerStatus(ctx, &runtimeapi.ContainerStatusRequest{ContainerId: id})
 		if isNotFound(err) {
 			continue

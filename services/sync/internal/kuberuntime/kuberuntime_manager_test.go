@@ -156,20 +156,20 @@ func TestRuntimeNameNotGuessedWhenVersionFails(t *testing.T) {
 	rt := &versionFlake{down: true}
 	m := NewManager(rt, nil, ManagerOptions{})
 	ctx := context.Background()
-	if _, err := m.GetPodStatusOf(ctx, "uid", "p", "ns", nil, []string{"cid"}); status.Code(errors.Unwrap(err)) != codes.Unavailable {
+	if _, err := m.GetPodStatusOf(ctx, "uid", "p", "ns", PodObjects{ContainerIDs: []string{"cid"}}); status.Code(errors.Unwrap(err)) != codes.Unavailable {
 		t.Fatalf("GetPodStatusOf with Version failing: err = %v, want the Version error", err)
 	}
 	rt.mu.Lock()
 	rt.down = false
 	rt.mu.Unlock()
-	ps, err := m.GetPodStatusOf(ctx, "uid", "p", "ns", nil, []string{"cid"})
+	ps, err := m.GetPodStatusOf(ctx, "uid", "p", "ns", PodObjects{ContainerIDs: []string{"cid"}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got, want := ps.ContainerStatuses[0].ID.String(), "containerd://cid"; got != want {
 		t.Errorf("container ID = %q, want %q", got, want)
 	}
-	if _, err := m.GetPodStatusOf(ctx, "uid", "p", "ns", nil, []string{"cid"}); err != nil {
+	if _, err := m.GetPodStatusOf(ctx, "uid", "p", "ns", PodObjects{ContainerIDs: []string{"cid"}}); err != nil {
 		t.Fatal(err)
 	}
 	if rt.versions != 2 {

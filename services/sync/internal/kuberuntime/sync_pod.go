@@ -49,12 +49,11 @@ type SyncResult struct {
 	// containers (ContainerWaiting) was set, changed or cleared: the pod's
 	// API status shows it although the runtime did not change.
 	WaitingChanged bool
-	// CreatedSandbox is the ID of the sandbox this sync created, if any,
-	// and CreatedContainers the IDs of the containers it created (started
-	// or not), in order. With a nil error they are everything the sync
-	// made (GetPodStatusOf).
-	CreatedSandbox    string
-	CreatedContainers []string
+	// Created are the sandbox this sync created, if any (its status when
+	// the sync read it for the pod's IPs, else its ID), and the
+	// containers it created (started or not), in order. With a nil error
+	// they are everything the sync made (GetPodStatusOf).
+	Created PodObjects
 	// Reset is true when this sync removed the pod's containers for an
 	// in-place restart (RestartAllContainers): the caller should sync the
 	// pod again at once to start them afresh.
@@ -150,7 +149,7 @@ func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod, podStatus *container
 			return res, fmt.Errorf("create sandbox: %w", err)
 		}
 		sandboxID = id
-		res.CreatedSandbox = id
+		res.Created.SandboxIDs = []string{id}
 		log.Info("created pod sandbox", zap.String("sandbox", id), zap.Uint32("attempt", actions.Attempt))
 	}
 	if sandboxID == "" || toStart == 0 {
@@ -172,6 +171,12 @@ func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod, podStatus *container
 			return res, fmt.Errorf("status of sandbox %s: %w", sandboxID, err)
 		}
 		podIPs = sandboxIPs(sbStatus.GetStatus())
+		if len(res.Created.SandboxIDs) == 1 {
+			// Created by this sync: the status just read stays true
+			// while containers are created in it, so the read after the
+			// sync need not repeat it.
+			res.Created = PodObjects{Sandboxes: []*runtimeapi.PodSandboxStatus{sbStatus.GetStatus()}}
+		}
 	}
 	// Pulled once, by the first start that gets past its crash-loop
 	// back-off (see getImageVolumes).
@@ -199,7 +204,7 @@ func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod, podStatus *container
 		id, created, err := m.startContainer(ctx, pod, podStatus, sandboxID, sbConfig, spec, podIPs, vols)
 		res.Acted = res.Acted || created
 		if id != "" {
-			res.CreatedContainers = append(res.CreatedContainers, id)
+			res.Created.ContainerIDs = append(res.Created.ContainerIDs, id)
 		}
 		if err != nil {
 			log.Warn("container start failed", zap.String("container", spec.Name), zap.String("type", typ), zap.Error(err))

@@ -3,6 +3,7 @@ package kuberuntime
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -21,6 +22,8 @@ type mutationRecorder struct {
 	runtimeapi.ImageServiceClient
 	mu        sync.Mutex
 	mutations []string
+	// sandboxReads counts PodSandboxStatus calls.
+	sandboxReads atomic.Int32
 }
 
 func (f *mutationRecorder) record(call string) {
@@ -45,6 +48,7 @@ func (f *mutationRecorder) RunPodSandbox(context.Context, *runtimeapi.RunPodSand
 }
 
 func (f *mutationRecorder) PodSandboxStatus(context.Context, *runtimeapi.PodSandboxStatusRequest, ...grpc.CallOption) (*runtimeapi.PodSandboxStatusResponse, error) {
+	f.sandboxReads.Add(1)
 	return &runtimeapi.PodSandboxStatusResponse{Status: readySandbox(testSandboxID, 0)}, nil
 }
 
@@ -181,6 +185,53 @@ func TestSyncPodSaysWhetherItActed(t *testing.T) {
 			mutated := len(cri.calls()) > mutationsBefore
 			if mutated != tc.wantMutations {
 				t.Errorf("last sync made mutating calls: %v (%v), want %v", mutated, cri.calls()[mutationsBefore:], tc.wantMutations)
+			}
+		})
+	}
+}
+
+// A sync that creates a pod's sandbox hands back the sandbox's status it
+// read for the pod's IPs, so that the status read after the sync
+// (GetPodStatusOf) does not read it again; a host-network pod's sandbox,
+// not read during the sync, is handed back by ID.
+func TestSyncPodHandsBackTheCreatedSandboxStatus(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		desc        string
+		hostNetwork bool
+		wantReads   int32 // PodSandboxStatus calls of the sync and the read after
+	}{
+		{desc: "pod network: read once, by the sync", wantReads: 1},
+		{desc: "host network: read once, after the sync", hostNetwork: true, wantReads: 1},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			cri := &mutationRecorder{}
+			dir := t.TempDir()
+			m := NewManager(cri, cri, ManagerOptions{
+				Sandbox:   SandboxOptions{PodLogsRoot: dir},
+				Container: ContainerOptions{PodLogsRoot: dir},
+			})
+			pod := makeTestPod()
+			pod.Spec.HostNetwork = tc.hostNetwork
+			res, err := m.SyncPod(ctx, pod, &container.PodStatus{ID: pod.UID}, &fakeProbes{}, false)
+			if err != nil {
+				t.Fatalf("SyncPod: %v", err)
+			}
+			if !res.Created.HasSandbox() || len(res.Created.ContainerIDs) != len(pod.Spec.Containers) {
+				t.Fatalf("created = %+v, want the sandbox and %d containers", res.Created, len(pod.Spec.Containers))
+			}
+			if got := len(res.Created.Sandboxes) == 1; got == tc.hostNetwork {
+				t.Errorf("created sandbox handed back as a status: %v, want %v", got, !tc.hostNetwork)
+			}
+			ps, err := m.GetPodStatusOf(ctx, pod.UID, pod.Name, pod.Namespace, PodObjects{Sandboxes: res.Created.Sandboxes, SandboxIDs: res.Created.SandboxIDs})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(ps.SandboxStatuses) != 1 || ps.SandboxStatuses[0].GetId() != testSandboxID {
+				t.Errorf("status after the sync has sandboxes %v, want %s", ps.SandboxStatuses, testSandboxID)
+			}
+			if got := cri.sandboxReads.Load(); got != tc.wantReads {
+				t.Errorf("PodSandboxStatus read %d times, want %d", got, tc.wantReads)
 			}
 		})
 	}

@@ -36,7 +36,8 @@ type fakeRuntime struct {
 	syncErr    error
 	synced     []*container.PodStatus
 	restartAll []bool
-	// knownReads are the IDs each GetPodStatusOf call asked for.
+	// knownReads are what each GetPodStatusOf call was given: sandbox
+	// statuses as "status:<id>", then the IDs to read.
 	knownReads [][]string
 }
 
@@ -50,9 +51,14 @@ func newFakeRuntime() *fakeRuntime {
 	}
 }
 
-func (f *fakeRuntime) GetPodStatusOf(_ context.Context, uid types.UID, _, _ string, sandboxIDs, containerIDs []string) (*container.PodStatus, error) {
+func (f *fakeRuntime) GetPodStatusOf(_ context.Context, uid types.UID, _, _ string, objs kuberuntime.PodObjects) (*container.PodStatus, error) {
 	f.mu.Lock()
-	f.knownReads = append(f.knownReads, append(append([]string(nil), sandboxIDs...), containerIDs...))
+	var known []string
+	for _, sb := range objs.Sandboxes {
+		known = append(known, "status:"+sb.GetId())
+	}
+	known = append(append(known, objs.SandboxIDs...), objs.ContainerIDs...)
+	f.knownReads = append(f.knownReads, known)
 	f.mu.Unlock()
 	return f.Status(uid), nil
 }

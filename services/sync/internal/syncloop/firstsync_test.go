@@ -122,24 +122,36 @@ func TestFirstSyncReadsOnlyWhenTheRuntimeMayHoldThePod(t *testing.T) {
 func TestStatusAfterCreatingANewPodIsReadWithoutListing(t *testing.T) {
 	ctx := context.Background()
 	const uid = types.UID("p")
-	created := kuberuntime.SyncResult{Acted: true, CreatedSandbox: "sb-p", CreatedContainers: []string{"c-p"}}
+	created := kuberuntime.SyncResult{Acted: true, Created: kuberuntime.PodObjects{SandboxIDs: []string{"sb-p"}, ContainerIDs: []string{"c-p"}}}
 	for _, tc := range []struct {
 		desc string
 		// relisted runs a relist that saw nothing before the sync, which
 		// lets the first sync start from an empty status.
-		relisted  bool
+		relisted bool
+		// created is what SyncPod reports (default: the sandbox and
+		// container by ID).
+		created   *kuberuntime.SyncResult
 		syncErr   error
 		wantKnown [][]string
 		wantReads int
 	}{
 		{desc: "new pod, created: its objects are read", relisted: true, wantKnown: [][]string{{"sb-p", "c-p"}}},
+		{
+			desc: "new pod, created, its sandbox's status handed back: the containers are read", relisted: true,
+			created:   &kuberuntime.SyncResult{Acted: true, Created: kuberuntime.PodObjects{Sandboxes: []*runtimeapi.PodSandboxStatus{{Id: "sb-p"}}, ContainerIDs: []string{"c-p"}}},
+			wantKnown: [][]string{{"status:sb-p", "c-p"}},
+		},
 		{desc: "started from a real read: full read after", relisted: false, wantReads: 2},
 		{desc: "the sync failed: full read after", relisted: true, syncErr: errors.New("StartContainer failed"), wantReads: 1},
 	} {
 		t.Run(tc.desc, func(t *testing.T) {
 			rt := newFakeRuntime()
 			rt.syncErr = tc.syncErr
-			rt.setResult(created)
+			if tc.created != nil {
+				rt.setResult(*tc.created)
+			} else {
+				rt.setResult(created)
+			}
 			k, pm := newCacheKubelet(rt, &fakeCRI{})
 			if tc.relisted {
 				k.pleg.Relist(ctx)

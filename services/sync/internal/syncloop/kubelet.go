@@ -55,7 +55,7 @@ type Runtime interface {
 	// listing; GeneratePodStatus builds the status a container event
 	// carries without a call (statuscache.go, package pleg).
 	GetPodStatus(ctx context.Context, uid types.UID, name, namespace string) (*container.PodStatus, error)
-	GetPodStatusOf(ctx context.Context, uid types.UID, name, namespace string, sandboxIDs, containerIDs []string) (*container.PodStatus, error)
+	GetPodStatusOf(ctx context.Context, uid types.UID, name, namespace string, objs kuberuntime.PodObjects) (*container.PodStatus, error)
 	GeneratePodStatus(ctx context.Context, ev *runtimeapi.ContainerEventResponse) (*container.PodStatus, error)
 	// SyncPod makes the runtime match the pod and says what it did.
 	SyncPod(ctx context.Context, pod *v1.Pod, podStatus *container.PodStatus, probes kuberuntime.ProbeResults, restartAllContainers bool) (kuberuntime.SyncResult, error)

@@ -46,8 +46,9 @@ import (
 //     reads.
 //   - After a first sync that started empty and created the pod without
 //     error, the pod's objects are exactly those it created: their
-//     statuses are read by ID without the two list calls of a full read
-//     (Runtime.GetPodStatusOf).
+//     statuses are read by ID without the two list calls of a full read,
+//     and the sandbox's not at all when SyncPod read it for the pod's IPs
+//     (Runtime.GetPodStatusOf, SyncResult.Created).
 //   - A pod sync forgets (housekeeping removed it) loses its entry and its
 //     lastSync, and the PLEG is told (Touch) so that a pod re-added with
 //     the same UID reads what the runtime may still hold until a relist
@@ -130,9 +131,9 @@ func (c *statusCache) end(ctx context.Context, pod *v1.Pod, start syncStart, res
 	var after *container.PodStatus
 	var afterAt time.Time
 	var err error
-	if start.empty && syncErr == nil && res.CreatedSandbox != "" {
+	if start.empty && syncErr == nil && res.Created.HasSandbox() {
 		afterAt = time.Now()
-		after, err = c.rt.GetPodStatusOf(ctx, pod.UID, pod.Name, pod.Namespace, []string{res.CreatedSandbox}, res.CreatedContainers)
+		after, err = c.rt.GetPodStatusOf(ctx, pod.UID, pod.Name, pod.Namespace, res.Created)
 		if err == nil {
 			c.cache.Set(pod.UID, after, afterAt)
 		} else {
