@@ -108,6 +108,15 @@ func TestParse(t *testing.T) {
 		{desc: "node API with no way to authenticate", args: []string{"--node-api-addr=:10250"}, wantErr: "--node-api-addr needs --kubeconfig"},
 		{desc: "node API anonymous without an API server", args: []string{"--node-api-addr=:10250", "--client-ca-file=/ca.crt", "--anonymous-auth"}, wantErr: "--anonymous-auth needs --kubeconfig"},
 		{desc: "node API certificate without its key", args: []string{"--node-api-addr=:10250", "--kubeconfig=/k", "--node-api-tls-cert-file=/c"}, wantErr: "go together"},
+		{desc: "pod-resources socket under the state dir by default", args: []string{"--state-dir=/s"}, check: func(c Config) bool {
+			return c.PodResourcesSocket == "/s/pod-resources/kubelet.sock"
+		}},
+		{desc: "pod-resources socket moved", args: []string{"--pod-resources-socket=/var/lib/kubelet/pod-resources/kubelet.sock"}, check: func(c Config) bool {
+			return c.PodResourcesSocket == "/var/lib/kubelet/pod-resources/kubelet.sock"
+		}},
+		{desc: "pod-resources socket off", args: []string{"--pod-resources-socket="}, check: func(c Config) bool {
+			return c.PodResourcesSocket == ""
+		}},
 		{desc: "stray argument", args: []string{"extra"}, wantErr: "unexpected arguments"},
 	} {
 		t.Run(tc.desc, func(t *testing.T) {
