@@ -179,7 +179,17 @@ type Config struct {
 	// system:anonymous, to be authorized (the kubelet's --anonymous-auth,
 	// off as in its configuration file's default).
 	AnonymousAuth bool
+	// Flags are every flag's name and value once parsed, defaults
+	// included, for the node API's /flagz; classified ones read
+	// "CLASSIFIED".
+	Flags map[string]string
 }
+
+// classified flags may carry credentials: /flagz shows "CLASSIFIED" for
+// their value, as for a kubelet flag annotated "classified"
+// (k8s.io/apiserver's flagz). Headers sent to --manifest-url may be an
+// Authorization header; the kubelet masks them when it logs its config.
+var classified = map[string]bool{"manifest-url-header": true}
 
 // hidden flags are parsed but left out of the usage text.
 var hidden = map[string]bool{"crashloop-backoff-base": true, "crashloop-backoff-max": true, "container-gc-period": true}
@@ -307,6 +317,16 @@ func Parse(args []string, output io.Writer) (Config, error) {
 	if err := cfg.validate(); err != nil {
 		return Config{}, err
 	}
+	// Last: the flags' values are read through cfg's fields, some set
+	// above from others (--cert-dir from --state-dir).
+	cfg.Flags = map[string]string{}
+	fs.VisitAll(func(f *flag.Flag) {
+		if classified[f.Name] {
+			cfg.Flags[f.Name] = "CLASSIFIED"
+			return
+		}
+		cfg.Flags[f.Name] = f.Value.String()
+	})
 	return cfg, nil
 }
 
