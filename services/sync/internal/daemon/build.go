@@ -362,7 +362,7 @@ func (b *builder) buildPodResources(context.Context) error {
 	if err != nil {
 		return fmt.Errorf("--pod-resources-socket: %w", err)
 	}
-	srv := podresources.NewGRPCServer(podresources.New(b.kubelet))
+	srv := podresources.NewGRPCServer(podresources.New(b.kubelet, podresources.NewMetrics(b.reg)))
 	b.d.servers = append(b.d.servers, grpcServer{name: "pod resources", addr: path, srv: srv, ln: ln})
 	return nil
 }

@@ -193,7 +193,7 @@ func TestRunServesPodResources(t *testing.T) {
 	}
 	web := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web"}, Spec: v1.PodSpec{Containers: []v1.Container{{Name: "app"}}}}
 	d.servers = append(d.servers, grpcServer{name: "pod resources", addr: path,
-		srv: podresources.NewGRPCServer(podresources.New(activePods{web})), ln: podLn})
+		srv: podresources.NewGRPCServer(podresources.New(activePods{web}, nil)), ln: podLn})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	ran := make(chan error, 1)

@@ -12,5 +12,6 @@ import (
 // managers, answers the same with no device plugins and the none
 // policies).
 func (s *Server) GetAllocatableResources(context.Context, *podresourcesv1.AllocatableResourcesRequest) (*podresourcesv1.AllocatableResourcesResponse, error) {
+	s.metrics.countGetAllocatable()
 	return &podresourcesv1.AllocatableResourcesResponse{}, nil
 }

@@ -10,6 +10,7 @@ import (
 // with KubeletPodResourcesListUseActivePods): a terminated pod is left
 // out.
 func (s *Server) List(context.Context, *podresourcesv1.ListPodResourcesRequest) (*podresourcesv1.ListPodResourcesResponse, error) {
+	s.metrics.countList()
 	pods := s.pods.GetActivePods()
 	resp := &podresourcesv1.ListPodResourcesResponse{PodResources: make([]*podresourcesv1.PodResources, 0, len(pods))}
 	for _, pod := range pods {

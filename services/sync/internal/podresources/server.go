@@ -18,7 +18,7 @@
 //
 // Usage sketch:
 //
-//	srv := podresources.NewGRPCServer(podresources.New(kubelet))
+//	srv := podresources.NewGRPCServer(podresources.New(kubelet, podresources.NewMetrics(reg)))
 //	ln, err := podresources.Listen("/var/lib/splitlet/sync/pod-resources/kubelet.sock")
 //	go srv.Serve(ln)
 //	defer srv.GracefulStop()
@@ -52,14 +52,16 @@ var _ PodsProvider = (*syncloop.Kubelet)(nil)
 // Server is the v1 PodResourcesLister.
 type Server struct {
 	podresourcesv1.UnsafePodResourcesListerServer
-	pods PodsProvider
+	pods    PodsProvider
+	metrics *Metrics
 }
 
 var _ podresourcesv1.PodResourcesListerServer = (*Server)(nil)
 
-// New returns the server answering from pods.
-func New(pods PodsProvider) *Server {
-	return &Server{pods: pods}
+// New returns the server answering from pods and counting its calls in
+// metrics (NewMetrics; nil counts none).
+func New(pods PodsProvider, metrics *Metrics) *Server {
+	return &Server{pods: pods, metrics: metrics}
 }
 
 // NewGRPCServer returns a gRPC server serving s, rate limited as the

@@ -4,8 +4,11 @@ import (
 	"context"
 	"net"
 	"path/filepath"
+	"strings"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
@@ -50,16 +53,16 @@ func testPod(namespace, name string, spec v1.PodSpec) *v1.Pod {
 	return &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name, UID: types.UID("uid-" + name)}, Spec: spec}
 }
 
-// serve serves New(pods) on a unix socket under a temporary directory, as
+// serve serves New(pods, metrics) on a unix socket under a temporary directory, as
 // sync does, and returns a client of the generated API connected to it.
-func serve(t *testing.T, pods PodsProvider) podresourcesv1.PodResourcesListerClient {
+func serve(t *testing.T, pods PodsProvider, metrics *Metrics) podresourcesv1.PodResourcesListerClient {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "pod-resources", "kubelet.sock")
 	ln, err := Listen(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := NewGRPCServer(New(pods))
+	srv := NewGRPCServer(New(pods, metrics))
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	t.Cleanup(func() {
@@ -84,7 +87,8 @@ func TestPodResources(t *testing.T) {
 	})
 	done := testPod("default", "done", v1.PodSpec{Containers: []v1.Container{{Name: "job"}}})
 	dns := testPod("kube-system", "dns", v1.PodSpec{Containers: []v1.Container{{Name: "coredns"}}})
-	client := serve(t, fakePods{pods: []*v1.Pod{done, web, dns}, terminated: map[types.UID]bool{done.UID: true}})
+	reg := prometheus.NewRegistry()
+	client := serve(t, fakePods{pods: []*v1.Pod{done, web, dns}, terminated: map[types.UID]bool{done.UID: true}}, NewMetrics(reg))
 	// A sidecar (restartable init container) is listed before the
 	// containers; a plain init container is not; no container has
 	// devices, CPUs, memory or dynamic resources.
@@ -141,6 +145,29 @@ func TestPodResources(t *testing.T) {
 		}
 		if !proto.Equal(resp, &podresourcesv1.AllocatableResourcesResponse{}) {
 			t.Errorf("GetAllocatableResources = %s, want empty", prototext.Format(resp))
+		}
+	})
+
+	t.Run("the kubelet's counters", func(t *testing.T) {
+		want := `
+# HELP kubelet_pod_resources_endpoint_errors_get Number of requests to the PodResource Get endpoint which returned error. Broken down by server api version.
+# TYPE kubelet_pod_resources_endpoint_errors_get counter
+kubelet_pod_resources_endpoint_errors_get{server_api_version="v1"} 3
+# HELP kubelet_pod_resources_endpoint_requests_get Number of requests to the PodResource Get endpoint. Broken down by server api version.
+# TYPE kubelet_pod_resources_endpoint_requests_get counter
+kubelet_pod_resources_endpoint_requests_get{server_api_version="v1"} 5
+# HELP kubelet_pod_resources_endpoint_requests_get_allocatable Number of requests to the PodResource GetAllocatableResources endpoint. Broken down by server api version.
+# TYPE kubelet_pod_resources_endpoint_requests_get_allocatable counter
+kubelet_pod_resources_endpoint_requests_get_allocatable{server_api_version="v1"} 1
+# HELP kubelet_pod_resources_endpoint_requests_list Number of requests to the PodResource List endpoint. Broken down by server api version.
+# TYPE kubelet_pod_resources_endpoint_requests_list counter
+kubelet_pod_resources_endpoint_requests_list{server_api_version="v1"} 1
+# HELP kubelet_pod_resources_endpoint_requests_total Cumulative number of requests to the PodResource endpoint. Broken down by server api version.
+# TYPE kubelet_pod_resources_endpoint_requests_total counter
+kubelet_pod_resources_endpoint_requests_total{server_api_version="v1"} 7
+`
+		if err := testutil.GatherAndCompare(reg, strings.NewReader(want)); err != nil {
+			t.Error(err)
 		}
 	})
 }
