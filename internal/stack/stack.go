@@ -185,23 +185,26 @@ func Start(ctx context.Context, cfg Config) (s *Stack, retErr error) {
 	return s, nil
 }
 
-// socketPath is dir/gateway.sock, or the same name in a short private
-// directory when that path would pass the 108-byte limit of unix sockets.
-func (s *Stack) socketPath() (string, error) {
-	sock := filepath.Join(s.cfg.Dir, "gateway.sock")
-	if len(sock) <= 100 {
+// socketPath is dir/name, or the same name in a short private directory
+// when that path would pass the 108-byte limit of unix sockets (less the
+// temporary name sync binds its sockets under first).
+func (s *Stack) socketPath(name string) (string, error) {
+	sock := filepath.Join(s.cfg.Dir, name)
+	if len(sock) <= 92 {
 		return sock, nil
 	}
-	d, err := os.MkdirTemp("", "splitlet-stack")
-	if err != nil {
-		return "", err
+	if s.sockDir == "" {
+		d, err := os.MkdirTemp("", "splitlet-stack")
+		if err != nil {
+			return "", err
+		}
+		s.sockDir = d
 	}
-	s.sockDir = d
-	return filepath.Join(d, "gateway.sock"), nil
+	return filepath.Join(s.sockDir, name), nil
 }
 
 func (s *Stack) startGateway(ctx context.Context) error {
-	sock, err := s.socketPath()
+	sock, err := s.socketPath("gateway.sock")
 	if err != nil {
 		return err
 	}
@@ -266,9 +269,16 @@ func (s *Stack) startSync(ctx context.Context) error {
 		return err
 	}
 	s.SyncAddr = addr
+	// The pod-resources socket beside the gateway's, not under a deep
+	// StateDir where the path could pass the limit of unix sockets.
+	podResources, err := s.socketPath("pod-resources.sock")
+	if err != nil {
+		return err
+	}
 	args := []string{
 		"--listen=" + addr,
 		"--listen-token-file=" + s.TokenFile,
+		"--pod-resources-socket=" + podResources,
 		"--runtime-endpoint=unix://" + s.GatewaySocket,
 		"--state-dir=" + s.StateDir,
 		"--pod-logs-root=" + s.LogsDir,

@@ -58,6 +58,12 @@ const (
 	DefaultBackOffBase = 10 * time.Second
 	// DefaultContainerGCPeriod is the kubelet's ContainerGCPeriod.
 	DefaultContainerGCPeriod = time.Minute
+	// defaultPodResourcesSocket stands for the default of
+	// --pod-resources-socket in -h, which depends on --state-dir: the
+	// kubelet's <root-dir>/pod-resources/kubelet.sock with sync's state
+	// directory as its root directory. Not the kubelet's own
+	// /var/lib/kubelet: sync may run beside a kubelet.
+	defaultPodResourcesSocket = "<state-dir>/pod-resources/kubelet.sock"
 )
 
 // Config is splitlet-sync's configuration.
@@ -164,11 +170,26 @@ type Config struct {
 	// ClientCAFile verifies client certificates on the node API (the
 	// kubelet's --client-ca-file).
 	ClientCAFile string
+	// PodResourcesSocket is the unix socket of the kubelet's pod-resources
+	// API (internal/podresources); empty serves none. By default
+	// <state-dir>/pod-resources/kubelet.sock, where the kubelet keeps it
+	// under its --root-dir.
+	PodResourcesSocket string
 	// AnonymousAuth lets node API requests without credentials through as
 	// system:anonymous, to be authorized (the kubelet's --anonymous-auth,
 	// off as in its configuration file's default).
 	AnonymousAuth bool
+	// Flags are every flag's name and value once parsed, defaults
+	// included, for the node API's /flagz; classified ones read
+	// "CLASSIFIED".
+	Flags map[string]string
 }
+
+// classified flags may carry credentials: /flagz shows "CLASSIFIED" for
+// their value, as for a kubelet flag annotated "classified"
+// (k8s.io/apiserver's flagz). Headers sent to --manifest-url may be an
+// Authorization header; the kubelet masks them when it logs its config.
+var classified = map[string]bool{"manifest-url-header": true}
 
 // hidden flags are parsed but left out of the usage text.
 var hidden = map[string]bool{"crashloop-backoff-base": true, "crashloop-backoff-max": true, "container-gc-period": true}
@@ -253,6 +274,7 @@ func Parse(args []string, output io.Writer) (Config, error) {
 	fs.StringVar(&cfg.NodeAPITLSKeyFile, "node-api-tls-private-key-file", "", "private key of --node-api-tls-cert-file")
 	fs.StringVar(&cfg.ClientCAFile, "client-ca-file", "", "CA bundle verifying node API client certificates, e.g. the API server's --kubelet-client-certificate (the kubelet's --client-ca-file)")
 	fs.BoolVar(&cfg.AnonymousAuth, "anonymous-auth", false, "let node API requests without credentials through as system:anonymous, to be authorized by SubjectAccessReview (needs --kubeconfig)")
+	fs.StringVar(&cfg.PodResourcesSocket, "pod-resources-socket", defaultPodResourcesSocket, "unix socket of the kubelet's pod-resources gRPC API (List, Get, GetAllocatableResources) for monitoring agents; empty serves none")
 	registerNode := fs.String("register-node", "", "register --node-name as a Node with a Lease in kube-node-lease (true or false; default true when --kubeconfig is set)")
 	nodeLabels := fs.String("node-labels", "", "comma-separated key=value labels added to the registered Node")
 	cfg.Tracing.AddFlags(fs)
@@ -286,12 +308,25 @@ func Parse(args []string, output io.Writer) (Config, error) {
 	if cfg.CertDir == "" {
 		cfg.CertDir = filepath.Join(cfg.StateDir, "pki")
 	}
+	if cfg.PodResourcesSocket == defaultPodResourcesSocket {
+		cfg.PodResourcesSocket = filepath.Join(cfg.StateDir, "pod-resources", "kubelet.sock")
+	}
 	if err := cfg.parseNodeRegistration(*registerNode, *nodeLabels, *taints); err != nil {
 		return Config{}, err
 	}
 	if err := cfg.validate(); err != nil {
 		return Config{}, err
 	}
+	// Last: the flags' values are read through cfg's fields, some set
+	// above from others (--cert-dir from --state-dir).
+	cfg.Flags = map[string]string{}
+	fs.VisitAll(func(f *flag.Flag) {
+		if classified[f.Name] {
+			cfg.Flags[f.Name] = "CLASSIFIED"
+			return
+		}
+		cfg.Flags[f.Name] = f.Value.String()
+	})
 	return cfg, nil
 }
 

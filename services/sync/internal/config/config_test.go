@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"flag"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -108,6 +109,20 @@ func TestParse(t *testing.T) {
 		{desc: "node API with no way to authenticate", args: []string{"--node-api-addr=:10250"}, wantErr: "--node-api-addr needs --kubeconfig"},
 		{desc: "node API anonymous without an API server", args: []string{"--node-api-addr=:10250", "--client-ca-file=/ca.crt", "--anonymous-auth"}, wantErr: "--anonymous-auth needs --kubeconfig"},
 		{desc: "node API certificate without its key", args: []string{"--node-api-addr=:10250", "--kubeconfig=/k", "--node-api-tls-cert-file=/c"}, wantErr: "go together"},
+		{desc: "pod-resources socket under the state dir by default", args: []string{"--state-dir=/s"}, check: func(c Config) bool {
+			return c.PodResourcesSocket == "/s/pod-resources/kubelet.sock"
+		}},
+		{desc: "pod-resources socket moved", args: []string{"--pod-resources-socket=/var/lib/kubelet/pod-resources/kubelet.sock"}, check: func(c Config) bool {
+			return c.PodResourcesSocket == "/var/lib/kubelet/pod-resources/kubelet.sock"
+		}},
+		{desc: "pod-resources socket off", args: []string{"--pod-resources-socket="}, check: func(c Config) bool {
+			return c.PodResourcesSocket == ""
+		}},
+		{desc: "flags for /flagz: every flag, effective values, headers classified", args: []string{"--state-dir=/s", "--manifest-url-header=Authorization:Bearer secret"}, check: func(c Config) bool {
+			return c.Flags["state-dir"] == "/s" && c.Flags["cert-dir"] == "/s/pki" && c.Flags["node-api-addr"] == "" &&
+				c.Flags["resync-interval"] == "10s" && c.Flags["crashloop-backoff-base"] == "10s" &&
+				c.Flags["manifest-url-header"] == "CLASSIFIED" && !strings.Contains(fmt.Sprint(c.Flags), "secret")
+		}},
 		{desc: "stray argument", args: []string{"extra"}, wantErr: "unexpected arguments"},
 	} {
 		t.Run(tc.desc, func(t *testing.T) {

@@ -36,6 +36,7 @@ import (
 	"github.com/splitlet/splitlet/services/sync/internal/imagegc"
 	"github.com/splitlet/splitlet/services/sync/internal/kuberuntime"
 	"github.com/splitlet/splitlet/services/sync/internal/podmanager"
+	"github.com/splitlet/splitlet/services/sync/internal/podresources"
 	"github.com/splitlet/splitlet/services/sync/internal/policycheck"
 	"github.com/splitlet/splitlet/services/sync/internal/prober"
 	"github.com/splitlet/splitlet/services/sync/internal/pullcreds"
@@ -103,6 +104,7 @@ func build(ctx context.Context, cfg config.Config) (_ *daemon, retErr error) {
 		b.buildSyncLoop,
 		b.buildStats,
 		b.buildNodeAPI,
+		b.buildPodResources,
 		b.buildBackground,
 		b.buildServers,
 	} {
@@ -345,6 +347,23 @@ func (b *builder) buildNodeAPI(ctx context.Context) error {
 	b.d.background = append(b.d.background,
 		loop{"node API certificates", api.reload},
 		loop{"stats", summary.Run})
+	return nil
+}
+
+// buildPodResources makes the kubelet's pod-resources API over the sync
+// loop's active pods and binds its socket, with --pod-resources-socket
+// (the kubelet's ListenAndServePodResources).
+func (b *builder) buildPodResources(context.Context) error {
+	path := b.cfg.PodResourcesSocket
+	if path == "" {
+		return nil
+	}
+	ln, err := podresources.Listen(path)
+	if err != nil {
+		return fmt.Errorf("--pod-resources-socket: %w", err)
+	}
+	srv := podresources.NewGRPCServer(podresources.New(b.kubelet, podresources.NewMetrics(b.reg)))
+	b.d.servers = append(b.d.servers, grpcServer{name: "pod resources", addr: path, srv: srv, ln: ln})
 	return nil
 }
 

@@ -84,7 +84,7 @@ func newNodeAPI(ctx context.Context, cfg config.Config, kubeClient kubernetes.In
 		return nil, fmt.Errorf("node API: %w", err)
 	}
 	h := nodeapi.New(nodeapi.Options{NodeName: cfg.NodeName, Pods: pods, Runtime: rt, Stats: summary, Metrics: reg,
-		StreamMetrics: nodeapi.NewStreamMetrics(reg), ProbeMetrics: probeReg, Auth: auth})
+		StreamMetrics: nodeapi.NewStreamMetrics(reg), ProbeMetrics: probeReg, Auth: auth, Flags: cfg.Flags})
 	log := logctx.From(ctx).With(zap.String("server", "node-api"))
 	srv := nodeapi.NewHTTPServer(cfg.NodeAPIAddr, withLogger(log, h), tlsConfig)
 	srv.ErrorLog = zap.NewStdLog(log)

@@ -3,7 +3,8 @@
 // the admission client (when --admission-endpoint is set, with its eviction
 // watcher), the sync loop, the API server source with its status manager,
 // event sink and node registration (when --kubeconfig is set) and the
-// PodService and the kubelet's node API (when --node-api-addr is set):
+// PodService, the kubelet's pod-resources API (when --pod-resources-socket
+// is set) and its node API (when --node-api-addr is set):
 // build makes them in that order, and run runs them until the context ends,
 // then stops them in dependency order.
 package daemon
@@ -31,7 +32,7 @@ import (
 	"github.com/splitlet/splitlet/services/sync/internal/syncloop"
 )
 
-// shutdownTimeout bounds the HTTP servers' graceful shutdown and the wait
+// shutdownTimeout bounds the servers' graceful shutdown and the wait
 // for the background loops.
 const shutdownTimeout = 5 * time.Second
 
@@ -59,7 +60,7 @@ type daemon struct {
 	// What run starts, in the order it stops them. streams closes when
 	// the stop begins, ending the PodService's streams (endStreams).
 	streams    chan struct{}
-	servers    []httpServer
+	servers    []netServer
 	background []loop
 	network    networkState
 	kubelet    syncLoop
@@ -127,7 +128,7 @@ func (d *daemon) run(ctx context.Context) error {
 	defer done()
 	close(d.streams)
 	for _, s := range d.servers {
-		_ = s.srv.Shutdown(shutdownCtx)
+		s.shutdown(shutdownCtx)
 	}
 	bg.wait(shutdownCtx, d.log)
 	stopLoop()
@@ -156,7 +157,7 @@ func goStage(ctx context.Context, g *errgroup.Group, f func(context.Context) err
 // the CRI connection. It returns the store's error.
 func (d *daemon) close() error {
 	for _, s := range d.servers {
-		_ = s.ln.Close()
+		s.close()
 	}
 	var err error
 	if d.store != nil {
@@ -170,6 +171,22 @@ func (d *daemon) close() error {
 	return err
 }
 
+// netServer is one of sync's servers, bound to its listener by build.
+type netServer interface {
+	// serve serves until the server is shut down (nil) or fails.
+	serve(log *zap.Logger) error
+	// shutdown stops taking calls and waits for those under way until
+	// ctx ends.
+	shutdown(ctx context.Context)
+	// close closes the listener, for a build that failed before serve.
+	close()
+}
+
+var (
+	_ netServer = httpServer{}
+	_ netServer = grpcServer{}
+)
+
 // httpServer is one of sync's HTTP servers, bound to its listener.
 type httpServer struct {
 	name string // in the log and in its error
@@ -178,7 +195,6 @@ type httpServer struct {
 	tls  bool // served over TLS with srv.TLSConfig
 }
 
-// serve serves until the server is shut down (nil) or fails.
 func (s httpServer) serve(log *zap.Logger) error {
 	log.Info("serving", zap.String("server", s.name), zap.String("addr", s.ln.Addr().String()))
 	var err error
@@ -192,6 +208,44 @@ func (s httpServer) serve(log *zap.Logger) error {
 	}
 	return fmt.Errorf("%s: %w", s.name, err)
 }
+
+func (s httpServer) shutdown(ctx context.Context) { _ = s.srv.Shutdown(ctx) }
+
+func (s httpServer) close() { _ = s.ln.Close() }
+
+// grpcServer is one of sync's gRPC servers (the pod-resources API), bound
+// to its listener.
+type grpcServer struct {
+	name string // in the log and in its error
+	addr string // in the log: a unix socket's path, which ln.Addr is not while it is bound under a temporary name
+	srv  *grpc.Server
+	ln   net.Listener
+}
+
+func (s grpcServer) serve(log *zap.Logger) error {
+	log.Info("serving", zap.String("server", s.name), zap.String("addr", s.addr))
+	if err := s.srv.Serve(s.ln); err != nil {
+		return fmt.Errorf("%s: %w", s.name, err)
+	}
+	return nil
+}
+
+// shutdown lets the calls under way finish, and cuts them when ctx ends.
+func (s grpcServer) shutdown(ctx context.Context) {
+	stopped := make(chan struct{})
+	go func() {
+		s.srv.GracefulStop()
+		close(stopped)
+	}()
+	select {
+	case <-stopped:
+	case <-ctx.Done():
+		s.srv.Stop()
+		<-stopped
+	}
+}
+
+func (s grpcServer) close() { _ = s.ln.Close() }
 
 // loop is a background loop of sync: it runs until its context ends.
 type loop struct {

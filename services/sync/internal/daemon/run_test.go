@@ -6,6 +6,8 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
@@ -16,8 +18,15 @@ import (
 	"connectrpc.com/connect"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest/observer"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	podresourcesv1 "k8s.io/kubelet/pkg/apis/podresources/v1"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/splitlet/splitlet/services/sync/internal/podresources"
 )
 
 func TestAddOpsProfiling(t *testing.T) {
@@ -110,7 +119,7 @@ func newTestDaemon(s *stages, ln net.Listener, loopErr error) *daemon {
 	return &daemon{
 		streams: make(chan struct{}),
 		log:     zap.NewNop(),
-		servers: []httpServer{{name: "test", srv: newHTTPServer(http.NotFoundHandler()), ln: ln}},
+		servers: []netServer{httpServer{name: "test", srv: newHTTPServer(http.NotFoundHandler()), ln: ln}},
 		background: []loop{{name: "source", run: func(ctx context.Context) {
 			<-ctx.Done()
 			s.end("source")
@@ -164,6 +173,67 @@ func TestRunStopsInDependencyOrder(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestRunServesPodResources: the pod-resources API answers on its socket
+// while sync runs, and when the run ends its server stops and the socket
+// is gone.
+func TestRunServesPodResources(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	var s stages
+	d := newTestDaemon(&s, ln, nil)
+	path := filepath.Join(t.TempDir(), "pod-resources", "kubelet.sock")
+	podLn, err := podresources.Listen(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	web := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web"}, Spec: v1.PodSpec{Containers: []v1.Container{{Name: "app"}}}}
+	d.servers = append(d.servers, grpcServer{name: "pod resources", addr: path,
+		srv: podresources.NewGRPCServer(podresources.New(activePods{web}, nil)), ln: podLn})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ran := make(chan error, 1)
+	go func() { ran <- d.run(ctx) }()
+
+	conn, err := grpc.NewClient("unix://"+path, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	resp, err := podresourcesv1.NewPodResourcesListerClient(conn).List(ctx, &podresourcesv1.ListPodResourcesRequest{})
+	if err != nil || len(resp.GetPodResources()) != 1 || resp.GetPodResources()[0].GetName() != "web" {
+		t.Fatalf("List = %v, %v; want web", resp, err)
+	}
+	cancel()
+	select {
+	case err = <-ran:
+	case <-time.After(10 * time.Second):
+		t.Fatal("run did not return")
+	}
+	if err != nil {
+		t.Errorf("run = %v", err)
+	}
+	if _, err := os.Stat(path); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the socket is left after the run: %v", err)
+	}
+}
+
+// activePods is a podresources.PodsProvider whose pods are all active.
+type activePods []*v1.Pod
+
+func (a activePods) GetActivePods() []*v1.Pod { return a }
+
+func (a activePods) GetActivePodByName(namespace, name string) (*v1.Pod, bool) {
+	for _, p := range a {
+		if p.Namespace == namespace && p.Name == name {
+			return p, true
+		}
+	}
+	return nil, false
 }
 
 // TestBackgroundWaitNamesStuckLoop: a loop that ignores its context does

@@ -14,6 +14,8 @@
 //	/metrics                                      sync's Prometheus registry
 //	/stats/summary                                the kubelet's stats Summary (only_cpu_and_memory=true for less)
 //	/metrics/resource                             the kubelet's resource metrics, from the same stats
+//	/flagz                                        sync's flags and their values (zpages.go)
+//	/statusz                                      start time, uptime, versions and paths (zpages.go)
 //
 // Streams are the runtime's: exec, attach and port-forward ask it (CRI
 // Exec, Attach, PortForward) for a streaming URL and proxy the client's

@@ -61,6 +61,9 @@ type Options struct {
 	Stats SummaryProvider
 	// Auth authenticates and authorizes every request (BuildAuth).
 	Auth Auth
+	// Flags are sync's flags and their values, served on /flagz; nil
+	// serves no /flagz, as a kubelet without them.
+	Flags map[string]string
 	// Healthy is the kubelet's syncloop health check for /healthz; nil is
 	// always healthy.
 	Healthy func() error
@@ -86,31 +89,39 @@ func New(opts Options) *Server {
 	}
 	s := &Server{opts: opts}
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET "+healthzPath, s.getHealthz)
-	mux.HandleFunc("GET "+podsPath, s.getPods)
-	mux.HandleFunc("GET "+runningPodsPath, s.getRunningPods)
-	mux.HandleFunc("GET /containerLogs/{podNamespace}/{podID}/{containerName}", s.getContainerLogs)
+	// paths are listed by /statusz.
+	var paths []string
+	handle := func(pattern string, h http.Handler) {
+		mux.Handle(pattern, h)
+		paths = append(paths, patternPath(pattern))
+	}
+	handle("GET "+healthzPath, http.HandlerFunc(s.getHealthz))
+	handle("GET "+podsPath, http.HandlerFunc(s.getPods))
+	handle("GET "+runningPodsPath, http.HandlerFunc(s.getRunningPods))
+	handle("GET /containerLogs/{podNamespace}/{podID}/{containerName}", http.HandlerFunc(s.getContainerLogs))
 	// The kubelet's streaming routes: GET and POST, with and without the
 	// pod's UID.
 	for _, method := range []string{http.MethodGet, http.MethodPost} {
-		mux.HandleFunc(method+" /exec/{podNamespace}/{podID}/{containerName}", s.getExec)
-		mux.HandleFunc(method+" /exec/{podNamespace}/{podID}/{uid}/{containerName}", s.getExec)
-		mux.HandleFunc(method+" /attach/{podNamespace}/{podID}/{containerName}", s.getAttach)
-		mux.HandleFunc(method+" /attach/{podNamespace}/{podID}/{uid}/{containerName}", s.getAttach)
-		mux.HandleFunc(method+" /portForward/{podNamespace}/{podID}", s.getPortForward)
-		mux.HandleFunc(method+" /portForward/{podNamespace}/{podID}/{uid}", s.getPortForward)
+		handle(method+" /exec/{podNamespace}/{podID}/{containerName}", http.HandlerFunc(s.getExec))
+		handle(method+" /exec/{podNamespace}/{podID}/{uid}/{containerName}", http.HandlerFunc(s.getExec))
+		handle(method+" /attach/{podNamespace}/{podID}/{containerName}", http.HandlerFunc(s.getAttach))
+		handle(method+" /attach/{podNamespace}/{podID}/{uid}/{containerName}", http.HandlerFunc(s.getAttach))
+		handle(method+" /portForward/{podNamespace}/{podID}", http.HandlerFunc(s.getPortForward))
+		handle(method+" /portForward/{podNamespace}/{podID}/{uid}", http.HandlerFunc(s.getPortForward))
 	}
-	mux.HandleFunc("POST /run/{podNamespace}/{podID}/{containerName}", s.getRun)
-	mux.HandleFunc("POST /run/{podNamespace}/{podID}/{uid}/{containerName}", s.getRun)
-	mux.Handle("GET "+metricsPath, promhttp.HandlerFor(opts.Metrics, promhttp.HandlerOpts{}))
+	handle("POST /run/{podNamespace}/{podID}/{containerName}", http.HandlerFunc(s.getRun))
+	handle("POST /run/{podNamespace}/{podID}/{uid}/{containerName}", http.HandlerFunc(s.getRun))
+	handle("GET "+metricsPath, promhttp.HandlerFor(opts.Metrics, promhttp.HandlerOpts{}))
 	if opts.ProbeMetrics != nil {
-		mux.Handle("GET "+proberMetricsPath, promhttp.HandlerFor(opts.ProbeMetrics, promhttp.HandlerOpts{}))
+		handle("GET "+proberMetricsPath, promhttp.HandlerFor(opts.ProbeMetrics, promhttp.HandlerOpts{}))
 	}
 	if opts.Stats != nil {
-		mux.HandleFunc("GET "+statsSummaryPath, s.getStatsSummary)
-		mux.HandleFunc("POST "+statsSummaryPath, s.getStatsSummary)
-		mux.HandleFunc("GET "+resourceMetricsPath, s.getResourceMetrics)
+		handle("GET "+statsSummaryPath, http.HandlerFunc(s.getStatsSummary))
+		handle("POST "+statsSummaryPath, http.HandlerFunc(s.getStatsSummary))
+		handle("GET "+resourceMetricsPath, http.HandlerFunc(s.getResourceMetrics))
 	}
+	// Last, so that /statusz lists every path (as the kubelet's).
+	installZpages(mux, paths, opts.Flags)
 	s.handler = withAuth(opts.Auth, opts.NodeName, mux)
 	return s
 }

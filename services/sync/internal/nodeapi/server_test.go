@@ -223,7 +223,8 @@ func newFixture(t *testing.T, auth Auth) *fixture {
 	reg.MustRegister(prometheus.NewCounter(prometheus.CounterOpts{Name: "kubelet_test_total", Help: "a test counter"}))
 	srv := New(Options{
 		NodeName: testNode, Pods: fakePods{other, pod}, Runtime: rt, Metrics: reg, Auth: auth,
-		Now: func() time.Time { return logBase.Add(35 * time.Second) },
+		Flags: map[string]string{"node-name": testNode, "manifest-url-header": "CLASSIFIED"},
+		Now:   func() time.Time { return logBase.Add(35 * time.Second) },
 	})
 	return &fixture{srv: srv, rt: rt, curLog: curLog, metrics: reg}
 }
@@ -238,6 +239,9 @@ var admin = fakeAuth{allowed: map[string][]string{
 	"health": {"healthz"},
 	"stats":  {"stats"},
 	"proxy":  {"proxy"},
+	// /flagz is authorized as nodes/configz, as the kubelet's.
+	"configz": {"configz"},
+	"statusz": {"statusz"},
 }}
 
 func get(t *testing.T, h http.Handler, path, token string) (int, string) {
@@ -317,6 +321,7 @@ func TestRequestAttributes(t *testing.T) {
 		{"PUT", "/configz", "update", []string{"configz", "proxy"}},
 		{"DELETE", "/checkpoint/ns/p/c", "delete", []string{"checkpoint"}},
 		{"PATCH", "/flagz", "patch", []string{"configz"}},
+		{"GET", "/statusz", "get", []string{"statusz"}},
 	} {
 		t.Run(tc.method+" "+tc.path, func(t *testing.T) {
 			attrs := requestAttributes(testNode, u, httptest.NewRequest(tc.method, tc.path, nil))

@@ -31,10 +31,14 @@ var implementedGates = ndftypes.FeatureGateMap{
 	extendwebsocketstokubelet.ExtendWebSocketsToKubeletFeatureGate: true,
 }
 
-// kubeletVersion is the release sync tracks: a feature whose MaxVersion is
-// older is assumed everywhere and never required, as the kubelet's own
-// version decides in InferForPodScheduling.
-var kubeletVersion = version.MustParse("1.36.3")
+// KubeletVersion is the kubelet release sync tracks (the node API's
+// /statusz reports it as the binary version).
+const KubeletVersion = "1.36.3"
+
+// kubeletVersion is KubeletVersion: a feature whose MaxVersion is older is
+// assumed everywhere and never required, as the kubelet's own version
+// decides in InferForPodScheduling.
+var kubeletVersion = version.MustParse(KubeletVersion)
 
 var (
 	framework = ndf.DefaultFramework

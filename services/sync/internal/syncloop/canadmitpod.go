@@ -179,28 +179,52 @@ func (k *Kubelet) rejectLocally(ctx context.Context, pods []*v1.Pod) []*v1.Pod {
 }
 
 // activePods are the pods the new pod must fit beside, as the kubelet's
-// filterOutInactivePods: admitted pods (they have a worker) not known to
-// have stopped, and not in a terminal phase unless still terminating (a
-// terminating pod holds its resources until its containers stop). except
-// (when not nil) and the pods in gone (victims just preempted) are left out.
+// filterOutInactivePods: the pods isPodInactive keeps. except (when not
+// nil) and the pods in gone (victims just preempted) are left out.
 func (k *Kubelet) activePods(except *v1.Pod, gone map[types.UID]bool) []*v1.Pod {
 	var active []*v1.Pod
 	for _, p := range k.podManager.GetPods() {
-		if (except != nil && p.UID == except.UID) || gone[p.UID] || !k.workers.IsKnown(p.UID) || k.workers.IsPodKnownTerminated(p.UID) {
-			continue
-		}
-		k.mu.Lock()
-		notAdmitted := k.rejected[p.UID] || k.pendingAdmission[p.UID]
-		k.mu.Unlock()
-		if notAdmitted {
-			continue
-		}
-		if phase, ok := k.podManager.GetPodPhase(p.UID); ok && isTerminalPhase(phase) && !k.workers.IsPodTerminationRequested(p.UID) {
+		if (except != nil && p.UID == except.UID) || gone[p.UID] || k.isPodInactive(p) {
 			continue
 		}
 		active = append(active, p)
 	}
 	return active
+}
+
+// isPodInactive is the kubelet's: a pod is active when it is admitted (it
+// has a worker), not known to have stopped, and not in a terminal phase
+// unless still terminating (a terminating pod holds its resources until
+// its containers stop).
+func (k *Kubelet) isPodInactive(p *v1.Pod) bool {
+	if !k.workers.IsKnown(p.UID) || k.workers.IsPodKnownTerminated(p.UID) {
+		return true
+	}
+	k.mu.Lock()
+	notAdmitted := k.rejected[p.UID] || k.pendingAdmission[p.UID]
+	k.mu.Unlock()
+	if notAdmitted {
+		return true
+	}
+	phase, ok := k.podManager.GetPodPhase(p.UID)
+	return ok && isTerminalPhase(phase) && !k.workers.IsPodTerminationRequested(p.UID)
+}
+
+// GetActivePods returns the pods admission counts and the pod-resources
+// API lists, ordered by namespace/name: the kubelet's GetActivePods.
+func (k *Kubelet) GetActivePods() []*v1.Pod {
+	return k.activePods(nil, nil)
+}
+
+// GetActivePodByName returns the pod named namespace/name when it is
+// active (isPodInactive), as the kubelet's kubeletPodsProvider.GetPodByName
+// for the pod-resources API's Get; false when it is unknown or inactive.
+func (k *Kubelet) GetActivePodByName(namespace, name string) (*v1.Pod, bool) {
+	p := k.podManager.GetPodByFullName(namespace, name)
+	if p == nil || k.isPodInactive(p) {
+		return nil, false
+	}
+	return p, true
 }
 
 func isTerminalPhase(p v1.PodPhase) bool { return p == v1.PodSucceeded || p == v1.PodFailed }

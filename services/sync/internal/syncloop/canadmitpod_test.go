@@ -640,3 +640,41 @@ func TestBatchAdmissionUnavailable(t *testing.T) {
 		})
 	}
 }
+
+// TestGetActivePods: the pod-resources API's pods are the admitted ones
+// still running; a pod whose worker finished in a terminal phase, and one
+// nobody admitted, are left out, by List and by Get alike.
+func TestGetActivePods(t *testing.T) {
+	h := newAdmitHarness(t, FailurePolicyFail)
+	ctx := context.Background()
+	done := testPod("done", 1)
+	done.Status = v1.PodStatus{Phase: v1.PodSucceeded}
+	h.k.HandlePodAdditions(ctx, []*v1.Pod{testPod("web", 2), done})
+	waitFor(t, "terminal pod's worker finished", func() bool { return h.k.workers.IsPodKnownTerminated(done.UID) })
+	h.ad.setDecide(func(*v1.Pod, []*v1.Pod) (AdmitResult, error) { return AdmitResult{}, ErrAdmissionUnavailable })
+	h.k.HandlePodAdditions(ctx, []*v1.Pod{testPod("waiting", 3)})
+
+	var names []string
+	for _, p := range h.k.GetActivePods() {
+		names = append(names, p.Name)
+	}
+	if !slices.Equal(names, []string{"web"}) {
+		t.Errorf("GetActivePods = %v, want [web]", names)
+	}
+	for _, tc := range []struct {
+		desc, name string
+		want       bool
+	}{
+		{desc: "running pod", name: "web", want: true},
+		{desc: "terminated pod", name: "done"},
+		{desc: "pod waiting for admission", name: "waiting"},
+		{desc: "unknown pod", name: "nope"},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			p, ok := h.k.GetActivePodByName("default", tc.name)
+			if ok != tc.want || (ok && p.Name != tc.name) {
+				t.Errorf("GetActivePodByName(default, %s) = %v, %v; want found %v", tc.name, p, ok, tc.want)
+			}
+		})
+	}
+}
