@@ -88,11 +88,14 @@ func TestRelistUpdatesTheCache(t *testing.T) {
 		Containers: []*runtimeapi.Container{plegtest.Container("c-p", "p", runtimeapi.ContainerState_CONTAINER_RUNNING)},
 	}
 	for _, tc := range []struct {
-		desc    string
-		cached  *container.PodStatus
-		syncing bool
-		wanted  bool
-		readErr error
+		desc   string
+		cached *container.PodStatus
+		// cachedAfter: the cached status was read after the listing
+		// began (else a second before).
+		cachedAfter bool
+		syncing     bool
+		wanted      bool
+		readErr     error
 		// wantReads is how many times the relist read the pod's status;
 		// wantCached whether the cache then holds a status for it.
 		wantReads  int
@@ -101,6 +104,7 @@ func TestRelistUpdatesTheCache(t *testing.T) {
 		{desc: "nothing cached: read", wanted: true, wantReads: 1, wantCached: true},
 		{desc: "the cache shows what was listed: no read", cached: plegtest.RunningStatus(uid, container.ContainerStateRunning), wanted: true, wantReads: 0, wantCached: true},
 		{desc: "the cache is behind the listing: read", cached: plegtest.RunningStatus(uid, container.ContainerStateCreated), wanted: true, wantReads: 1, wantCached: true},
+		{desc: "the cache differs but was read after the listing began: no read", cached: plegtest.RunningStatus(uid, container.ContainerStateCreated), cachedAfter: true, wanted: true, wantReads: 0, wantCached: true},
 		{desc: "the worker is syncing: invalidate, no read", cached: plegtest.RunningStatus(uid, container.ContainerStateCreated), syncing: true, wanted: true, wantReads: 0, wantCached: false},
 		{desc: "a pod sync does not handle: no read", wanted: false, wantReads: 0, wantCached: false},
 		{desc: "a failed read invalidates", cached: plegtest.RunningStatus(uid, container.ContainerStateCreated), wanted: true, readErr: errors.New("boom"), wantReads: 1, wantCached: false},
@@ -115,7 +119,11 @@ func TestRelistUpdatesTheCache(t *testing.T) {
 				Syncing: func(types.UID) bool { return tc.syncing },
 			})
 			if tc.cached != nil {
-				g.opts.Cache.Set(uid, tc.cached, time.Now().Add(-time.Second))
+				readAt := time.Now().Add(-time.Second)
+				if tc.cachedAfter {
+					readAt = time.Now().Add(time.Hour)
+				}
+				g.opts.Cache.Set(uid, tc.cached, readAt)
 			}
 			g.Relist(ctx)
 			if got := drainUIDs(g); got != "p" {

@@ -134,10 +134,14 @@ func (g *PLEG) refreshRunning(ctx context.Context) {
 // updateCache brings the cached status of a pod the relist saw change up to
 // date: unless the cache already shows every sandbox and container of the
 // pod in the state listed, the pod's status is read into it. Matches the
-// kubelet's GenericPLEG.updateCache, which reads every changed pod; two
+// kubelet's GenericPLEG.updateCache, which reads every changed pod; three
 // reads are saved:
 //   - when the cache agrees with the listing (a container event or the
 //     sync's own read after acting got there first), nothing is read;
+//   - when the cached status was read after the listing began, it shows
+//     everything the listing does or later, and nothing is read either (a
+//     relist that overlaps a burst of starts lists pods halfway created
+//     whose syncs have since read them whole);
 //   - when the pod's worker is in SyncPod (the change is most likely its
 //     own doing), the entry is only invalidated from listedAt on: a sync
 //     that acts reads the status after its actions anyway, and the next
@@ -149,7 +153,7 @@ func (g *PLEG) updateCache(ctx context.Context, uid types.UID, now listing, list
 	if !g.opts.Wanted(uid) {
 		return
 	}
-	if cached, _, ok := g.opts.Cache.Get(uid); ok && now.matches(cached, uid) {
+	if cached, readAt, ok := g.opts.Cache.Get(uid); ok && (!readAt.Before(listedAt) || now.matches(cached, uid)) {
 		return
 	}
 	if g.opts.Syncing(uid) {
