@@ -11,6 +11,7 @@ import (
 
 	"github.com/splitlet/splitlet/internal/logctx"
 	admissionv1 "github.com/splitlet/splitlet/proto/splitlet/admission/v1"
+	"github.com/splitlet/splitlet/services/sync/internal/imagegc"
 	"github.com/splitlet/splitlet/services/sync/internal/syncloop"
 )
 
@@ -27,6 +28,8 @@ var _ ContainerGC = (*syncloop.Kubelet)(nil)
 type ImageGC interface {
 	DeleteUnusedImages(ctx context.Context) (int64, error)
 }
+
+var _ ImageGC = (*imagegc.Manager)(nil)
 
 // NodeGC is what sync runs when the eviction manager asks for node-level
 // reclaim (the kubelet's nodeReclaimFuncs): dead containers first, whose
