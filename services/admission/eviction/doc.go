@@ -6,7 +6,11 @@
 // DiskPressure and PIDPressure node conditions with a pressure transition
 // period, and picks one pod per cycle to evict, ranked as the kubelet ranks
 // them. It never stops pods itself: evictions go out on subscriptions that
-// sync watches, so admission never calls sync.
+// sync watches, so admission never calls sync. Before evicting for a disk
+// signal it asks sync, on another subscription (SubscribeReclaims), to
+// remove dead containers and unused images, waits a bounded time for its
+// ReportReclaim, observes again and evicts only if a threshold is still met
+// (reclaim.go, the kubelet's reclaimNodeLevelResources).
 //
 // While the node is under pressure, new pods are turned away so they do not
 // make it worse: AdmitHandler reads the conditions from a PressureSource,

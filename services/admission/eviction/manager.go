@@ -90,6 +90,10 @@ type Config struct {
 	// an evicted pod to leave the active pods; zero means the defaults.
 	PodCleanupTimeout  time.Duration
 	PodCleanupPollFreq time.Duration
+	// NodeReclaimTimeout bounds how long a cycle waits for sync to report
+	// a node-level reclaim (SubscribeReclaims) before it evicts a pod;
+	// zero means DefaultNodeReclaimTimeout.
+	NodeReclaimTimeout time.Duration
 	// Clock defaults to the wall clock.
 	Clock Clock
 }
@@ -103,6 +107,9 @@ type Manager struct {
 	provider SummaryProvider
 	clock    Clock
 	ranks    map[Signal]rankFunc
+	// nodeReclaims says what node-level reclaim each disk signal asks of
+	// sync before a pod is evicted for it.
+	nodeReclaims map[Signal]NodeReclaim
 
 	// syncMu serialises Synchronize; the kubelet has one goroutine.
 	syncMu sync.Mutex
@@ -117,6 +124,12 @@ type Manager struct {
 
 	subMu       sync.Mutex
 	subscribers map[chan Eviction]struct{}
+
+	// reclaimMu guards the reclaim subscribers and the requests awaiting
+	// their report (reclaim.go).
+	reclaimMu      sync.Mutex
+	reclaimSubs    map[chan ReclaimRequest]struct{}
+	reclaimPending map[string]chan ReclaimReport
 }
 
 var _ PressureSource = (*Manager)(nil)
@@ -132,6 +145,9 @@ func NewManager(cfg Config, provider SummaryProvider) *Manager {
 	if cfg.PodCleanupPollFreq == 0 {
 		cfg.PodCleanupPollFreq = DefaultPodCleanupPollFreq
 	}
+	if cfg.NodeReclaimTimeout == 0 {
+		cfg.NodeReclaimTimeout = DefaultNodeReclaimTimeout
+	}
 	if cfg.Clock == nil {
 		cfg.Clock = realClock{}
 	}
@@ -146,10 +162,13 @@ func NewManager(cfg Config, provider SummaryProvider) *Manager {
 		provider:                     provider,
 		clock:                        cfg.Clock,
 		ranks:                        buildSignalToRankFunc(cfg.DedicatedImageFs),
+		nodeReclaims:                 signalToNodeReclaim(cfg.DedicatedImageFs),
 		nodeConditionsLastObservedAt: nodeConditionsObservedAt{},
 		thresholdsFirstObservedAt:    thresholdsObservedAt{},
 		conditionStates:              states,
 		subscribers:                  map[chan Eviction]struct{}{},
+		reclaimSubs:                  map[chan ReclaimRequest]struct{}{},
+		reclaimPending:               map[string]chan ReclaimReport{},
 	}
 }
 
@@ -207,8 +226,10 @@ func (m *Manager) publish(ctx context.Context, ev Eviction) {
 // find the thresholds met (keeping earlier ones until their minimum reclaim
 // is satisfied), update the node conditions with the transition period,
 // keep the thresholds whose grace period has passed and whose stats are
-// fresh, pick the resource to reclaim (memory first), rank the active pods
-// for it and evict the first one that is not critical. At most one pod is
+// fresh, pick the resource to reclaim (memory first), ask sync for
+// node-level reclaim when the signal is a disk's (reclaim.go) and stop if
+// that cleared every threshold, else rank the active pods for it and evict
+// the first one that is not critical. At most one pod is
 // evicted per cycle, so the node can settle before the next decision.
 //
 // It returns the evictions it published (none or one). An error means the
@@ -269,9 +290,14 @@ func (m *Manager) Synchronize(ctx context.Context, activePods ActivePodsFunc) ([
 	resourceToReclaim := signalToResource[toReclaim.Signal]
 	log.Info("eviction manager: attempting to reclaim", zap.String("resourceName", string(resourceToReclaim)),
 		zap.Stringer("threshold", toReclaim))
-	// The kubelet first tries node-level reclaim (image and container
-	// garbage collection) here; splitlet leaves that to the runtime and
-	// goes straight to evicting pods.
+	// Dead containers and unused images may free a disk signal without
+	// evicting anyone: sync garbage collects them on request.
+	if m.reclaimNodeLevelResources(ctx, toReclaim.Signal, resourceToReclaim) {
+		log.Info("eviction manager: able to reduce resource pressure without evicting pods",
+			zap.String("resourceName", string(resourceToReclaim)))
+		return nil, nil
+	}
+	log.Info("eviction manager: must evict pod(s) to reclaim", zap.String("resourceName", string(resourceToReclaim)))
 
 	rank, ok := m.ranks[toReclaim.Signal]
 	if !ok {

@@ -490,6 +490,9 @@ func (*WatchEvictionsRequest) Descriptor() ([]byte, []int) {
 	return file_splitlet_admission_v1_admission_proto_rawDescGZIP(), []int{7}
 }
 
+// WatchEvictionsResponse is one eviction (pod set) or one reclaim request
+// (reclaim set); a watcher skips a message with neither, so a watcher older
+// than a new kind of message ignores it.
 type WatchEvictionsResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Pod   *PodRef                `protobuf:"bytes,1,opt,name=pod,proto3" json:"pod,omitempty"`
@@ -501,8 +504,11 @@ type WatchEvictionsResponse struct {
 	Signal string `protobuf:"bytes,4,opt,name=signal,proto3" json:"signal,omitempty"`
 	// Grace period to use instead of the pod's own; absent means the pod's own.
 	GracePeriodSeconds *int64 `protobuf:"varint,5,opt,name=grace_period_seconds,json=gracePeriodSeconds,proto3,oneof" json:"grace_period_seconds,omitempty"`
-	unknownFields      protoimpl.UnknownFields
-	sizeCache          protoimpl.SizeCache
+	// Set instead of pod: the eviction manager asks for node-level reclaim
+	// before it evicts a pod, and waits a bounded time for ReportReclaim.
+	Reclaim       *ReclaimRequest `protobuf:"bytes,6,opt,name=reclaim,proto3" json:"reclaim,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *WatchEvictionsResponse) Reset() {
@@ -570,6 +576,190 @@ func (x *WatchEvictionsResponse) GetGracePeriodSeconds() int64 {
 	return 0
 }
 
+func (x *WatchEvictionsResponse) GetReclaim() *ReclaimRequest {
+	if x != nil {
+		return x.Reclaim
+	}
+	return nil
+}
+
+// ReclaimRequest asks sync to free node-level resources the way the kubelet's
+// eviction manager asks its garbage collectors to (reclaimNodeLevelResources).
+type ReclaimRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Names the request in ReportReclaimRequest.id.
+	Id string `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	// The signal whose threshold is met, e.g. "imagefs.available".
+	Signal string `protobuf:"bytes,2,opt,name=signal,proto3" json:"signal,omitempty"`
+	// Remove every dead container and sandbox no pod still needs, those of
+	// terminated pods included (the kubelet's DeleteAllUnusedContainers).
+	Containers bool `protobuf:"varint,3,opt,name=containers,proto3" json:"containers,omitempty"`
+	// Remove every image no container uses, but pinned ones and those seen
+	// for less than the image minimum GC age (the kubelet's
+	// DeleteUnusedImages). Runs after the containers, whose images it frees.
+	Images        bool `protobuf:"varint,4,opt,name=images,proto3" json:"images,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReclaimRequest) Reset() {
+	*x = ReclaimRequest{}
+	mi := &file_splitlet_admission_v1_admission_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReclaimRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReclaimRequest) ProtoMessage() {}
+
+func (x *ReclaimRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_splitlet_admission_v1_admission_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReclaimRequest.ProtoReflect.Descriptor instead.
+func (*ReclaimRequest) Descriptor() ([]byte, []int) {
+	return file_splitlet_admission_v1_admission_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *ReclaimRequest) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *ReclaimRequest) GetSignal() string {
+	if x != nil {
+		return x.Signal
+	}
+	return ""
+}
+
+func (x *ReclaimRequest) GetContainers() bool {
+	if x != nil {
+		return x.Containers
+	}
+	return false
+}
+
+func (x *ReclaimRequest) GetImages() bool {
+	if x != nil {
+		return x.Images
+	}
+	return false
+}
+
+type ReportReclaimRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// ReclaimRequest.id.
+	Id string `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	// Bytes the removed images took (their size as the runtime lists it).
+	ImageBytesFreed int64 `protobuf:"varint,2,opt,name=image_bytes_freed,json=imageBytesFreed,proto3" json:"image_bytes_freed,omitempty"`
+	// Why the reclaim failed in part or whole; empty when it did not. The
+	// eviction manager observes the node again either way.
+	Error         string `protobuf:"bytes,3,opt,name=error,proto3" json:"error,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReportReclaimRequest) Reset() {
+	*x = ReportReclaimRequest{}
+	mi := &file_splitlet_admission_v1_admission_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReportReclaimRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReportReclaimRequest) ProtoMessage() {}
+
+func (x *ReportReclaimRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_splitlet_admission_v1_admission_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReportReclaimRequest.ProtoReflect.Descriptor instead.
+func (*ReportReclaimRequest) Descriptor() ([]byte, []int) {
+	return file_splitlet_admission_v1_admission_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *ReportReclaimRequest) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *ReportReclaimRequest) GetImageBytesFreed() int64 {
+	if x != nil {
+		return x.ImageBytesFreed
+	}
+	return 0
+}
+
+func (x *ReportReclaimRequest) GetError() string {
+	if x != nil {
+		return x.Error
+	}
+	return ""
+}
+
+type ReportReclaimResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReportReclaimResponse) Reset() {
+	*x = ReportReclaimResponse{}
+	mi := &file_splitlet_admission_v1_admission_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReportReclaimResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReportReclaimResponse) ProtoMessage() {}
+
+func (x *ReportReclaimResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_splitlet_admission_v1_admission_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReportReclaimResponse.ProtoReflect.Descriptor instead.
+func (*ReportReclaimResponse) Descriptor() ([]byte, []int) {
+	return file_splitlet_admission_v1_admission_proto_rawDescGZIP(), []int{11}
+}
+
 type GetNodeRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	unknownFields protoimpl.UnknownFields
@@ -578,7 +768,7 @@ type GetNodeRequest struct {
 
 func (x *GetNodeRequest) Reset() {
 	*x = GetNodeRequest{}
-	mi := &file_splitlet_admission_v1_admission_proto_msgTypes[9]
+	mi := &file_splitlet_admission_v1_admission_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -590,7 +780,7 @@ func (x *GetNodeRequest) String() string {
 func (*GetNodeRequest) ProtoMessage() {}
 
 func (x *GetNodeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_splitlet_admission_v1_admission_proto_msgTypes[9]
+	mi := &file_splitlet_admission_v1_admission_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -603,7 +793,7 @@ func (x *GetNodeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetNodeRequest.ProtoReflect.Descriptor instead.
 func (*GetNodeRequest) Descriptor() ([]byte, []int) {
-	return file_splitlet_admission_v1_admission_proto_rawDescGZIP(), []int{9}
+	return file_splitlet_admission_v1_admission_proto_rawDescGZIP(), []int{12}
 }
 
 type GetNodeResponse struct {
@@ -616,7 +806,7 @@ type GetNodeResponse struct {
 
 func (x *GetNodeResponse) Reset() {
 	*x = GetNodeResponse{}
-	mi := &file_splitlet_admission_v1_admission_proto_msgTypes[10]
+	mi := &file_splitlet_admission_v1_admission_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -628,7 +818,7 @@ func (x *GetNodeResponse) String() string {
 func (*GetNodeResponse) ProtoMessage() {}
 
 func (x *GetNodeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_splitlet_admission_v1_admission_proto_msgTypes[10]
+	mi := &file_splitlet_admission_v1_admission_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -641,7 +831,7 @@ func (x *GetNodeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetNodeResponse.ProtoReflect.Descriptor instead.
 func (*GetNodeResponse) Descriptor() ([]byte, []int) {
-	return file_splitlet_admission_v1_admission_proto_rawDescGZIP(), []int{10}
+	return file_splitlet_admission_v1_admission_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *GetNodeResponse) GetNode() []byte {
@@ -683,21 +873,35 @@ const file_splitlet_admission_v1_admission_proto_rawDesc = "" +
 	"\avictims\x18\x04 \x03(\v2\x1d.splitlet.admission.v1.PodRefR\avictims\x12#\n" +
 	"\rvictim_reason\x18\x05 \x01(\tR\fvictimReason\x12%\n" +
 	"\x0evictim_message\x18\x06 \x01(\tR\rvictimMessage\"\x17\n" +
-	"\x15WatchEvictionsRequest\"\xe3\x01\n" +
+	"\x15WatchEvictionsRequest\"\xa4\x02\n" +
 	"\x16WatchEvictionsResponse\x12/\n" +
 	"\x03pod\x18\x01 \x01(\v2\x1d.splitlet.admission.v1.PodRefR\x03pod\x12\x16\n" +
 	"\x06reason\x18\x02 \x01(\tR\x06reason\x12\x18\n" +
 	"\amessage\x18\x03 \x01(\tR\amessage\x12\x16\n" +
 	"\x06signal\x18\x04 \x01(\tR\x06signal\x125\n" +
-	"\x14grace_period_seconds\x18\x05 \x01(\x03H\x00R\x12gracePeriodSeconds\x88\x01\x01B\x17\n" +
-	"\x15_grace_period_seconds\"\x10\n" +
+	"\x14grace_period_seconds\x18\x05 \x01(\x03H\x00R\x12gracePeriodSeconds\x88\x01\x01\x12?\n" +
+	"\areclaim\x18\x06 \x01(\v2%.splitlet.admission.v1.ReclaimRequestR\areclaimB\x17\n" +
+	"\x15_grace_period_seconds\"p\n" +
+	"\x0eReclaimRequest\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x16\n" +
+	"\x06signal\x18\x02 \x01(\tR\x06signal\x12\x1e\n" +
+	"\n" +
+	"containers\x18\x03 \x01(\bR\n" +
+	"containers\x12\x16\n" +
+	"\x06images\x18\x04 \x01(\bR\x06images\"h\n" +
+	"\x14ReportReclaimRequest\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12*\n" +
+	"\x11image_bytes_freed\x18\x02 \x01(\x03R\x0fimageBytesFreed\x12\x14\n" +
+	"\x05error\x18\x03 \x01(\tR\x05error\"\x17\n" +
+	"\x15ReportReclaimResponse\"\x10\n" +
 	"\x0eGetNodeRequest\"%\n" +
 	"\x0fGetNodeResponse\x12\x12\n" +
-	"\x04node\x18\x01 \x01(\fR\x04node2\x91\x03\n" +
+	"\x04node\x18\x01 \x01(\fR\x04node2\xfd\x03\n" +
 	"\x10AdmissionService\x12R\n" +
 	"\x05Admit\x12#.splitlet.admission.v1.AdmitRequest\x1a$.splitlet.admission.v1.AdmitResponse\x12^\n" +
 	"\tAdmitPods\x12'.splitlet.admission.v1.AdmitPodsRequest\x1a(.splitlet.admission.v1.AdmitPodsResponse\x12o\n" +
-	"\x0eWatchEvictions\x12,.splitlet.admission.v1.WatchEvictionsRequest\x1a-.splitlet.admission.v1.WatchEvictionsResponse0\x01\x12X\n" +
+	"\x0eWatchEvictions\x12,.splitlet.admission.v1.WatchEvictionsRequest\x1a-.splitlet.admission.v1.WatchEvictionsResponse0\x01\x12j\n" +
+	"\rReportReclaim\x12+.splitlet.admission.v1.ReportReclaimRequest\x1a,.splitlet.admission.v1.ReportReclaimResponse\x12X\n" +
 	"\aGetNode\x12%.splitlet.admission.v1.GetNodeRequest\x1a&.splitlet.admission.v1.GetNodeResponseB\xe7\x01\n" +
 	"\x19com.splitlet.admission.v1B\x0eAdmissionProtoP\x01ZDgithub.com/splitlet/splitlet/proto/splitlet/admission/v1;admissionv1\xa2\x02\x03SAX\xaa\x02\x15Splitlet.Admission.V1\xca\x02\x15Splitlet\\Admission\\V1\xe2\x02!Splitlet\\Admission\\V1\\GPBMetadata\xea\x02\x17Splitlet::Admission::V1b\x06proto3"
 
@@ -713,7 +917,7 @@ func file_splitlet_admission_v1_admission_proto_rawDescGZIP() []byte {
 	return file_splitlet_admission_v1_admission_proto_rawDescData
 }
 
-var file_splitlet_admission_v1_admission_proto_msgTypes = make([]protoimpl.MessageInfo, 11)
+var file_splitlet_admission_v1_admission_proto_msgTypes = make([]protoimpl.MessageInfo, 14)
 var file_splitlet_admission_v1_admission_proto_goTypes = []any{
 	(*PodRef)(nil),                 // 0: splitlet.admission.v1.PodRef
 	(*AdmitRequest)(nil),           // 1: splitlet.admission.v1.AdmitRequest
@@ -724,8 +928,11 @@ var file_splitlet_admission_v1_admission_proto_goTypes = []any{
 	(*AdmitResponse)(nil),          // 6: splitlet.admission.v1.AdmitResponse
 	(*WatchEvictionsRequest)(nil),  // 7: splitlet.admission.v1.WatchEvictionsRequest
 	(*WatchEvictionsResponse)(nil), // 8: splitlet.admission.v1.WatchEvictionsResponse
-	(*GetNodeRequest)(nil),         // 9: splitlet.admission.v1.GetNodeRequest
-	(*GetNodeResponse)(nil),        // 10: splitlet.admission.v1.GetNodeResponse
+	(*ReclaimRequest)(nil),         // 9: splitlet.admission.v1.ReclaimRequest
+	(*ReportReclaimRequest)(nil),   // 10: splitlet.admission.v1.ReportReclaimRequest
+	(*ReportReclaimResponse)(nil),  // 11: splitlet.admission.v1.ReportReclaimResponse
+	(*GetNodeRequest)(nil),         // 12: splitlet.admission.v1.GetNodeRequest
+	(*GetNodeResponse)(nil),        // 13: splitlet.admission.v1.GetNodeResponse
 }
 var file_splitlet_admission_v1_admission_proto_depIdxs = []int32{
 	2,  // 0: splitlet.admission.v1.AdmitRequest.active:type_name -> splitlet.admission.v1.ActivePod
@@ -733,19 +940,22 @@ var file_splitlet_admission_v1_admission_proto_depIdxs = []int32{
 	6,  // 2: splitlet.admission.v1.AdmitPodsResponse.results:type_name -> splitlet.admission.v1.AdmitResponse
 	0,  // 3: splitlet.admission.v1.AdmitResponse.victims:type_name -> splitlet.admission.v1.PodRef
 	0,  // 4: splitlet.admission.v1.WatchEvictionsResponse.pod:type_name -> splitlet.admission.v1.PodRef
-	1,  // 5: splitlet.admission.v1.AdmissionService.Admit:input_type -> splitlet.admission.v1.AdmitRequest
-	4,  // 6: splitlet.admission.v1.AdmissionService.AdmitPods:input_type -> splitlet.admission.v1.AdmitPodsRequest
-	7,  // 7: splitlet.admission.v1.AdmissionService.WatchEvictions:input_type -> splitlet.admission.v1.WatchEvictionsRequest
-	9,  // 8: splitlet.admission.v1.AdmissionService.GetNode:input_type -> splitlet.admission.v1.GetNodeRequest
-	6,  // 9: splitlet.admission.v1.AdmissionService.Admit:output_type -> splitlet.admission.v1.AdmitResponse
-	5,  // 10: splitlet.admission.v1.AdmissionService.AdmitPods:output_type -> splitlet.admission.v1.AdmitPodsResponse
-	8,  // 11: splitlet.admission.v1.AdmissionService.WatchEvictions:output_type -> splitlet.admission.v1.WatchEvictionsResponse
-	10, // 12: splitlet.admission.v1.AdmissionService.GetNode:output_type -> splitlet.admission.v1.GetNodeResponse
-	9,  // [9:13] is the sub-list for method output_type
-	5,  // [5:9] is the sub-list for method input_type
-	5,  // [5:5] is the sub-list for extension type_name
-	5,  // [5:5] is the sub-list for extension extendee
-	0,  // [0:5] is the sub-list for field type_name
+	9,  // 5: splitlet.admission.v1.WatchEvictionsResponse.reclaim:type_name -> splitlet.admission.v1.ReclaimRequest
+	1,  // 6: splitlet.admission.v1.AdmissionService.Admit:input_type -> splitlet.admission.v1.AdmitRequest
+	4,  // 7: splitlet.admission.v1.AdmissionService.AdmitPods:input_type -> splitlet.admission.v1.AdmitPodsRequest
+	7,  // 8: splitlet.admission.v1.AdmissionService.WatchEvictions:input_type -> splitlet.admission.v1.WatchEvictionsRequest
+	10, // 9: splitlet.admission.v1.AdmissionService.ReportReclaim:input_type -> splitlet.admission.v1.ReportReclaimRequest
+	12, // 10: splitlet.admission.v1.AdmissionService.GetNode:input_type -> splitlet.admission.v1.GetNodeRequest
+	6,  // 11: splitlet.admission.v1.AdmissionService.Admit:output_type -> splitlet.admission.v1.AdmitResponse
+	5,  // 12: splitlet.admission.v1.AdmissionService.AdmitPods:output_type -> splitlet.admission.v1.AdmitPodsResponse
+	8,  // 13: splitlet.admission.v1.AdmissionService.WatchEvictions:output_type -> splitlet.admission.v1.WatchEvictionsResponse
+	11, // 14: splitlet.admission.v1.AdmissionService.ReportReclaim:output_type -> splitlet.admission.v1.ReportReclaimResponse
+	13, // 15: splitlet.admission.v1.AdmissionService.GetNode:output_type -> splitlet.admission.v1.GetNodeResponse
+	11, // [11:16] is the sub-list for method output_type
+	6,  // [6:11] is the sub-list for method input_type
+	6,  // [6:6] is the sub-list for extension type_name
+	6,  // [6:6] is the sub-list for extension extendee
+	0,  // [0:6] is the sub-list for field type_name
 }
 
 func init() { file_splitlet_admission_v1_admission_proto_init() }
@@ -760,7 +970,7 @@ func file_splitlet_admission_v1_admission_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_splitlet_admission_v1_admission_proto_rawDesc), len(file_splitlet_admission_v1_admission_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   11,
+			NumMessages:   14,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -22,6 +22,7 @@ const (
 	AdmissionService_Admit_FullMethodName          = "/splitlet.admission.v1.AdmissionService/Admit"
 	AdmissionService_AdmitPods_FullMethodName      = "/splitlet.admission.v1.AdmissionService/AdmitPods"
 	AdmissionService_WatchEvictions_FullMethodName = "/splitlet.admission.v1.AdmissionService/WatchEvictions"
+	AdmissionService_ReportReclaim_FullMethodName  = "/splitlet.admission.v1.AdmissionService/ReportReclaim"
 	AdmissionService_GetNode_FullMethodName        = "/splitlet.admission.v1.AdmissionService/GetNode"
 )
 
@@ -48,8 +49,14 @@ type AdmissionServiceClient interface {
 	// active pods). It stops at the first answer naming victims: the caller
 	// stops them and asks again for the rest.
 	AdmitPods(ctx context.Context, in *AdmitPodsRequest, opts ...grpc.CallOption) (*AdmitPodsResponse, error)
-	// WatchEvictions streams evictions decided by the eviction manager from now on.
+	// WatchEvictions streams evictions decided by the eviction manager from now
+	// on, and its requests for node-level reclaim (WatchEvictionsResponse.reclaim).
 	WatchEvictions(ctx context.Context, in *WatchEvictionsRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[WatchEvictionsResponse], error)
+	// ReportReclaim answers a ReclaimRequest received on WatchEvictions: sync
+	// ran the garbage collection asked for, and the eviction manager observes
+	// the node again before it evicts a pod. An id the manager no longer
+	// waits for (answered already, or timed out) is NOT_FOUND.
+	ReportReclaim(ctx context.Context, in *ReportReclaimRequest, opts ...grpc.CallOption) (*ReportReclaimResponse, error)
 	// GetNode returns the node as admission sees it: capacity, allocatable,
 	// labels, taints and pressure conditions.
 	GetNode(ctx context.Context, in *GetNodeRequest, opts ...grpc.CallOption) (*GetNodeResponse, error)
@@ -102,6 +109,16 @@ func (c *admissionServiceClient) WatchEvictions(ctx context.Context, in *WatchEv
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type AdmissionService_WatchEvictionsClient = grpc.ServerStreamingClient[WatchEvictionsResponse]
 
+func (c *admissionServiceClient) ReportReclaim(ctx context.Context, in *ReportReclaimRequest, opts ...grpc.CallOption) (*ReportReclaimResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ReportReclaimResponse)
+	err := c.cc.Invoke(ctx, AdmissionService_ReportReclaim_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 func (c *admissionServiceClient) GetNode(ctx context.Context, in *GetNodeRequest, opts ...grpc.CallOption) (*GetNodeResponse, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(GetNodeResponse)
@@ -135,8 +152,14 @@ type AdmissionServiceServer interface {
 	// active pods). It stops at the first answer naming victims: the caller
 	// stops them and asks again for the rest.
 	AdmitPods(context.Context, *AdmitPodsRequest) (*AdmitPodsResponse, error)
-	// WatchEvictions streams evictions decided by the eviction manager from now on.
+	// WatchEvictions streams evictions decided by the eviction manager from now
+	// on, and its requests for node-level reclaim (WatchEvictionsResponse.reclaim).
 	WatchEvictions(*WatchEvictionsRequest, grpc.ServerStreamingServer[WatchEvictionsResponse]) error
+	// ReportReclaim answers a ReclaimRequest received on WatchEvictions: sync
+	// ran the garbage collection asked for, and the eviction manager observes
+	// the node again before it evicts a pod. An id the manager no longer
+	// waits for (answered already, or timed out) is NOT_FOUND.
+	ReportReclaim(context.Context, *ReportReclaimRequest) (*ReportReclaimResponse, error)
 	// GetNode returns the node as admission sees it: capacity, allocatable,
 	// labels, taints and pressure conditions.
 	GetNode(context.Context, *GetNodeRequest) (*GetNodeResponse, error)
@@ -158,6 +181,9 @@ func (UnimplementedAdmissionServiceServer) AdmitPods(context.Context, *AdmitPods
 }
 func (UnimplementedAdmissionServiceServer) WatchEvictions(*WatchEvictionsRequest, grpc.ServerStreamingServer[WatchEvictionsResponse]) error {
 	return status.Error(codes.Unimplemented, "method WatchEvictions not implemented")
+}
+func (UnimplementedAdmissionServiceServer) ReportReclaim(context.Context, *ReportReclaimRequest) (*ReportReclaimResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ReportReclaim not implemented")
 }
 func (UnimplementedAdmissionServiceServer) GetNode(context.Context, *GetNodeRequest) (*GetNodeResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method GetNode not implemented")
@@ -230,6 +256,24 @@ func _AdmissionService_WatchEvictions_Handler(srv interface{}, stream grpc.Serve
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type AdmissionService_WatchEvictionsServer = grpc.ServerStreamingServer[WatchEvictionsResponse]
 
+func _AdmissionService_ReportReclaim_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ReportReclaimRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdmissionServiceServer).ReportReclaim(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AdmissionService_ReportReclaim_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdmissionServiceServer).ReportReclaim(ctx, req.(*ReportReclaimRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 func _AdmissionService_GetNode_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(GetNodeRequest)
 	if err := dec(in); err != nil {
@@ -262,6 +306,10 @@ var AdmissionService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "AdmitPods",
 			Handler:    _AdmissionService_AdmitPods_Handler,
+		},
+		{
+			MethodName: "ReportReclaim",
+			Handler:    _AdmissionService_ReportReclaim_Handler,
 		},
 		{
 			MethodName: "GetNode",

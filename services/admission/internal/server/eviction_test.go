@@ -119,3 +119,76 @@ func TestEvictionManagerWiring(t *testing.T) {
 		t.Errorf("MemoryPressure = %q in GetNode, want True: %v", memPressure, node.Status.Conditions)
 	}
 }
+
+// Disk pressure, wired as Run wires it: the manager's reclaim request
+// reaches a WatchEvictions stream (with no pod, so an older sync skips it),
+// the watcher's ReportReclaim answers it, and the manager, observing the
+// node relieved, evicts nobody. A second report of the same id is
+// NotFound, and so is a report with no eviction manager at all.
+func TestReclaimOverTheWire(t *testing.T) {
+	thresholds, err := eviction.ParseThresholdConfig(eviction.ThresholdConfig{Hard: map[string]string{"imagefs.available": "10Gi"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	imagefs := func(available string) eviction.Observations {
+		return eviction.Observations{Signals: map[eviction.Signal]eviction.SignalObservation{
+			eviction.SignalImageFsAvailable: {Available: resource.MustParse(available), Capacity: resource.MustParse("100Gi")},
+		}}
+	}
+	source := &eviction.ScriptedSource{}
+	source.Set(imagefs("5Gi"))
+	mgr := eviction.NewManager(eviction.Config{Thresholds: thresholds, NodeReclaimTimeout: time.Minute}, source)
+	adm, err := admitter.New(admitter.Options{Node: testfixture.Node(), Eviction: mgr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	httpClient, url := startServer(t, NewService(Options{Admitter: adm, Evictions: mgr}))
+	client := admissionv1connect.NewAdmissionServiceClient(httpClient, url, connect.WithGRPC())
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	stream, err := client.WatchEvictions(ctx, connect.NewRequest(&admissionv1.WatchEvictionsRequest{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stream.Close()
+	stream.ResponseHeader()
+
+	web := testfixture.Pod("web", "", "")
+	type result struct {
+		evicted []eviction.Eviction
+		err     error
+	}
+	done := make(chan result, 1)
+	go func() {
+		evicted, err := mgr.Synchronize(ctx, func() []*v1.Pod { return []*v1.Pod{web} })
+		done <- result{evicted, err}
+	}()
+	if !stream.Receive() {
+		t.Fatalf("no reclaim request on the stream: %v", stream.Err())
+	}
+	msg := stream.Msg()
+	req := msg.GetReclaim()
+	if msg.GetPod() != nil || req.GetId() == "" || req.GetSignal() != "imagefs.available" || !req.GetContainers() || !req.GetImages() {
+		t.Fatalf("streamed %v, want a reclaim request for imagefs.available, containers and images, without a pod", msg)
+	}
+	source.Set(imagefs("40Gi"))
+	report := &admissionv1.ReportReclaimRequest{Id: req.GetId(), ImageBytesFreed: 35 << 30}
+	if _, err := client.ReportReclaim(ctx, connect.NewRequest(report)); err != nil {
+		t.Fatalf("ReportReclaim: %v", err)
+	}
+	if r := <-done; r.err != nil || len(r.evicted) != 0 {
+		t.Errorf("Synchronize after a relieving reclaim: evicted %d pods, err %v; want none", len(r.evicted), r.err)
+	}
+	if _, err := client.ReportReclaim(ctx, connect.NewRequest(report)); connect.CodeOf(err) != connect.CodeNotFound {
+		t.Errorf("second ReportReclaim = %v, want NotFound", err)
+	}
+	if _, err := client.ReportReclaim(ctx, connect.NewRequest(&admissionv1.ReportReclaimRequest{})); connect.CodeOf(err) != connect.CodeInvalidArgument {
+		t.Errorf("ReportReclaim without an id = %v, want InvalidArgument", err)
+	}
+
+	_, url = startServer(t, newTestService(t, nil))
+	bare := admissionv1connect.NewAdmissionServiceClient(httpClient, url, connect.WithGRPC())
+	if _, err := bare.ReportReclaim(ctx, connect.NewRequest(report)); connect.CodeOf(err) != connect.CodeNotFound {
+		t.Errorf("ReportReclaim without an eviction manager = %v, want NotFound", err)
+	}
+}

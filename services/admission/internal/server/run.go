@@ -229,5 +229,8 @@ func newEvictionManager(cfg config.Config, stats eviction.PodStatsProvider) (*ev
 		PressureTransitionPeriod: cfg.Eviction.PressureTransitionPeriod.Duration,
 		MaxPodGracePeriodSeconds: cfg.Eviction.MaxPodGracePeriodSeconds,
 		DedicatedImageFs:         dedicated,
+		// A sync that does not answer a reclaim request delays an
+		// eviction by one evaluation interval at most.
+		NodeReclaimTimeout: cfg.Eviction.EvaluationInterval.Duration,
 	}, source), nil
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"connectrpc.com/connect"
+	"github.com/containerd/errdefs"
 	"go.uber.org/zap"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	v1 "k8s.io/api/core/v1"
@@ -48,6 +49,16 @@ func (f *fakeEvictions) Subscribe(ctx context.Context) <-chan eviction.Eviction 
 	ch := make(chan eviction.Eviction, 1)
 	f.subscribed <- ch
 	return ch
+}
+
+// SubscribeReclaims returns a channel that never sends: these tests ask
+// for no reclaim.
+func (f *fakeEvictions) SubscribeReclaims(context.Context) <-chan eviction.ReclaimRequest {
+	return nil
+}
+
+func (f *fakeEvictions) ReportReclaim(_ context.Context, id string, _ eviction.ReclaimReport) error {
+	return fmt.Errorf("reclaim %q: %w", id, errdefs.ErrNotFound)
 }
 
 // startServer serves svc over h2c on a loopback httptest server and returns

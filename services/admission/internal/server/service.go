@@ -1,5 +1,5 @@
 // Package server serves splitlet's AdmissionService (Admit, AdmitPods,
-// WatchEvictions, GetNode) with connect-go, so gRPC, gRPC-Web and Connect
+// WatchEvictions, ReportReclaim, GetNode) with connect-go, so gRPC, gRPC-Web and Connect
 // clients reach it on one h2c port, beside gRPC health, Prometheus /metrics
 // and, when asked for, Go's pprof handlers under /debug/pprof/. It is the wire boundary: it decodes the Kubernetes protobuf
 // bytes of pods and nodes, resolves active pods sent by reference, turns
@@ -40,11 +40,17 @@ type Admitter interface {
 
 var _ Admitter = (*admitter.Admitter)(nil)
 
-// EvictionSource publishes the eviction manager's decisions.
+// EvictionSource publishes the eviction manager's decisions and its
+// requests for node-level reclaim, and takes the reports of those.
 type EvictionSource interface {
 	// Subscribe returns a channel receiving every eviction decided from
 	// now on; it is closed when ctx is done.
 	Subscribe(ctx context.Context) <-chan eviction.Eviction
+	// SubscribeReclaims is Subscribe for node-level reclaim requests.
+	SubscribeReclaims(ctx context.Context) <-chan eviction.ReclaimRequest
+	// ReportReclaim answers the request named id; an id not awaited is
+	// an error wrapping errdefs.ErrNotFound.
+	ReportReclaim(ctx context.Context, id string, report eviction.ReclaimReport) error
 }
 
 var _ EvictionSource = (*eviction.Manager)(nil)
@@ -93,7 +99,8 @@ type Options struct {
 }
 
 // Service implements admissionv1connect.AdmissionServiceHandler, one file
-// per RPC (admit.go, admit_pods.go, watch_evictions.go, get_node.go);
+// per RPC (admit.go, admit_pods.go, watch_evictions.go, report_reclaim.go,
+// get_node.go);
 // active_pods.go reads the active set both admit RPCs carry.
 type Service struct {
 	admitter  Admitter

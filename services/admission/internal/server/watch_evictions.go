@@ -16,7 +16,8 @@ import (
 var errDraining = connect.NewError(connect.CodeUnavailable, errors.New("admission service is shutting down"))
 
 // WatchEvictions implements AdmissionServiceHandler: every eviction the
-// eviction manager decides from now on, until the client goes away or the
+// eviction manager decides from now on, and every node-level reclaim it
+// asks for (answered with ReportReclaim), until the client goes away or the
 // service drains. Each stream has its own subscription, so a slow watcher
 // loses only its own evictions (the manager logs them, and evicts again
 // while the pressure lasts).
@@ -26,8 +27,10 @@ func (s *Service) WatchEvictions(ctx context.Context, _ *connect.Request[admissi
 	// Subscribe before sending the response headers, so a client that has
 	// seen the headers knows no later eviction can pass it by.
 	var evictions <-chan eviction.Eviction
+	var reclaims <-chan eviction.ReclaimRequest
 	if s.evictions != nil {
 		evictions = s.evictions.Subscribe(ctx)
+		reclaims = s.evictions.SubscribeReclaims(ctx)
 	}
 	// Send the response headers now: clients wait for them before the
 	// call returns, and evictions may not come for hours.
@@ -59,6 +62,14 @@ func (s *Service) WatchEvictions(ctx context.Context, _ *connect.Request[admissi
 				s.log.Info("eviction watcher went away", zap.Error(err))
 				return nil
 			}
+		case req, ok := <-reclaims:
+			if !ok {
+				return nil
+			}
+			if err := stream.Send(reclaimResponse(req)); err != nil {
+				s.log.Info("eviction watcher went away", zap.Error(err))
+				return nil
+			}
 		}
 	}
 }
@@ -77,4 +88,16 @@ func evictionResponse(ev eviction.Eviction) *admissionv1.WatchEvictionsResponse 
 	grace := ev.GracePeriodOverride
 	out.GracePeriodSeconds = &grace
 	return out
+}
+
+// reclaimResponse carries a reclaim request in the reclaim field, with no
+// pod: a watcher that does not know the field skips the message, and the
+// manager, unanswered, evicts after its wait.
+func reclaimResponse(req eviction.ReclaimRequest) *admissionv1.WatchEvictionsResponse {
+	return &admissionv1.WatchEvictionsResponse{Reclaim: &admissionv1.ReclaimRequest{
+		Id:         req.ID,
+		Signal:     string(req.Signal),
+		Containers: req.Containers,
+		Images:     req.Images,
+	}}
 }

@@ -47,6 +47,13 @@ type fakeService struct {
 	evictions chan *admissionv1.WatchEvictionsResponse
 	endAfter  int
 	streams   int
+	// reports receives each ReportReclaim request.
+	reports chan *admissionv1.ReportReclaimRequest
+}
+
+func (f *fakeService) ReportReclaim(_ context.Context, req *connect.Request[admissionv1.ReportReclaimRequest]) (*connect.Response[admissionv1.ReportReclaimResponse], error) {
+	f.reports <- req.Msg
+	return connect.NewResponse(&admissionv1.ReportReclaimResponse{}), nil
 }
 
 type fakeRequest struct {
@@ -314,7 +321,7 @@ func TestWatchEvictionsReconnects(t *testing.T) {
 	ev := &fakeEvictor{got: make(chan eviction, 2)}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
-	go func() { c.WatchEvictions(ctx, ev); close(done) }()
+	go func() { c.WatchEvictions(ctx, ev, NodeGC{}); close(done) }()
 
 	var got []eviction
 	for len(got) < 2 {

@@ -14,18 +14,22 @@ import (
 )
 
 // WatchEvictions follows the AdmissionService's eviction stream until ctx
-// ends, handing each eviction to evictor. When the stream cannot be opened
+// ends, handing each eviction to evictor and running each node-level
+// reclaim request with gc, whose outcome it reports with ReportReclaim
+// (reclaim.go). When the stream cannot be opened
 // or breaks (admission restarted, drained, unreachable), it reconnects after
 // a back-off that doubles up to Options.RetryMax and starts over once a
 // stream has been open for a while. Evictions decided while no stream was
 // open are not replayed: the eviction manager evicts again while the
 // pressure lasts.
-func (c *Client) WatchEvictions(ctx context.Context, evictor syncloop.Evictor) {
+func (c *Client) WatchEvictions(ctx context.Context, evictor syncloop.Evictor, gc NodeGC) {
 	log := logctx.From(ctx).With(zap.String("admission", c.endpoint))
+	reclaims := &reclaimer{c: c, gc: gc}
+	defer reclaims.wait()
 	delay := c.opts.RetryInitial
 	for ctx.Err() == nil {
 		start := time.Now()
-		err := c.watchOnce(ctx, evictor)
+		err := c.watchOnce(ctx, evictor, reclaims)
 		if ctx.Err() != nil {
 			return
 		}
@@ -48,7 +52,7 @@ func (c *Client) WatchEvictions(ctx context.Context, evictor syncloop.Evictor) {
 var errStreamClosed = errors.New("eviction stream closed by admission")
 
 // watchOnce runs one stream until it ends.
-func (c *Client) watchOnce(ctx context.Context, evictor syncloop.Evictor) error {
+func (c *Client) watchOnce(ctx context.Context, evictor syncloop.Evictor, reclaims *reclaimer) error {
 	log := logctx.From(ctx)
 	stream, err := c.svc.WatchEvictions(ctx, connect.NewRequest(&admissionv1.WatchEvictionsRequest{}))
 	if err != nil {
@@ -58,8 +62,12 @@ func (c *Client) watchOnce(ctx context.Context, evictor syncloop.Evictor) error 
 	log.Debug("watching evictions", zap.String("admission", c.endpoint))
 	for stream.Receive() {
 		ev := stream.Msg()
-		if ev.GetPod() == nil {
+		if req := ev.GetReclaim(); req != nil {
+			reclaims.start(ctx, req)
 			continue
+		}
+		if ev.GetPod() == nil {
+			continue // a kind of message newer than this sync
 		}
 		ref := podRef(ev.GetPod())
 		var grace *int64

@@ -84,6 +84,9 @@ type builder struct {
 	// summary is the kubelet's stats provider: the node API serves it, the
 	// image garbage collector reads the image filesystem from it.
 	summary *stats.Provider
+	// imageGC frees the image filesystem on its own period and when the
+	// eviction manager asks (admission's reclaim requests).
+	imageGC *imagegc.Manager
 }
 
 // build constructs every part of splitlet-sync, in the order of the
@@ -323,6 +326,7 @@ func (b *builder) buildStats(context.Context) error {
 	if err != nil {
 		return err
 	}
+	b.imageGC = gc
 	b.d.background = append(b.d.background, loop{"image garbage collection", gc.Run})
 	return nil
 }
@@ -369,7 +373,8 @@ func (b *builder) buildPodResources(context.Context) error {
 
 // buildBackground makes the loops that run beside the sync loop: the
 // runtime's network readiness, the file and HTTP sources, the admission
-// eviction watcher and the API server's loops.
+// eviction watcher (which runs the container and image garbage collectors
+// when the eviction manager asks) and the API server's loops.
 func (b *builder) buildBackground(context.Context) error {
 	cfg := b.cfg
 	bg := []loop{{"network readiness", b.network.Run}}
@@ -382,7 +387,8 @@ func (b *builder) buildBackground(context.Context) error {
 		bg = append(bg, loop{"HTTP source", httpSource.Run})
 	}
 	if b.admissionClient != nil {
-		bg = append(bg, loop{"admission evictions", func(ctx context.Context) { b.admissionClient.WatchEvictions(ctx, b.kubelet) }})
+		gc := admission.NodeGC{Containers: b.kubelet, Images: b.imageGC}
+		bg = append(bg, loop{"admission evictions", func(ctx context.Context) { b.admissionClient.WatchEvictions(ctx, b.kubelet, gc) }})
 	}
 	if b.kubeClient != nil {
 		bg = append(bg, b.apiServerLoops()...)

@@ -22,6 +22,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"sync"
 	"time"
@@ -190,17 +191,19 @@ func (m *Manager) GarbageCollect(ctx context.Context) error {
 	return nil
 }
 
-// DeleteUnusedImages removes every unused image old enough, whatever the
-// usage: what the kubelet's eviction manager asks of it under image
-// filesystem pressure.
-func (m *Manager) DeleteUnusedImages(ctx context.Context) error {
+// DeleteUnusedImages removes every image no container uses, but pinned
+// ones and those seen for less than MinAge, whatever the usage and the
+// thresholds, and returns the bytes the removed images took: what the
+// eviction manager asks for under disk pressure before it evicts pods.
+// Matches the kubelet's DeleteUnusedImages (freeSpace with no bound).
+func (m *Manager) DeleteUnusedImages(ctx context.Context) (int64, error) {
+	logctx.From(ctx).Info("attempting to delete unused images")
 	freeTime := m.opts.Now()
 	images, err := m.inEvictionOrder(ctx, freeTime)
 	if err != nil {
-		return err
+		return 0, err
 	}
-	_, err = m.freeSpace(ctx, 1<<62, freeTime, images)
-	return err
+	return m.freeSpace(ctx, math.MaxInt64, freeTime, images)
 }
 
 // candidate is an unused image and its record.

@@ -228,3 +228,31 @@ func TestImagesMountedAsVolumesAreInUse(t *testing.T) {
 		t.Errorf("removed %v, want only the image nothing uses or mounts", n.removed)
 	}
 }
+
+// DeleteUnusedImages removes every unused image past MinAge whatever the
+// thresholds (the disk is nearly empty here), keeps pinned, used and young
+// ones, and says how many bytes went.
+func TestDeleteUnusedImagesIgnoresTheThresholds(t *testing.T) {
+	c := &clock{now: time.Unix(1_700_000_000, 0)}
+	n := newNode(1000, 900) // 10% used, far under the high threshold
+	n.image("sha256:a", 30, false)
+	n.image("sha256:b", 40, false)
+	n.image("sha256:pause", 500, true)
+	n.image("sha256:used", 100, false)
+	n.use("sha256:used")
+	m := newManager(t, n, DefaultPolicy, c)
+	freed, err := m.DeleteUnusedImages(context.Background())
+	if err != nil || freed != 0 || len(n.removed) != 0 {
+		t.Fatalf("first sight: freed %d, removed %v, err %v; want nothing, every image is younger than MinAge", freed, n.removed, err)
+	}
+	c.now = c.now.Add(DefaultPolicy.MinAge)
+	n.image("sha256:young", 50, false)
+	freed, err = m.DeleteUnusedImages(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(n.removed)
+	if !slices.Equal(n.removed, []string{"sha256:a", "sha256:b"}) || freed != 70 {
+		t.Errorf("removed %v (%d bytes), want a and b (70 bytes): not pinned, used or young ones", n.removed, freed)
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"google.golang.org/grpc"
+	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
@@ -115,6 +116,68 @@ func TestGarbageCollectEvictsDeadSandboxes(t *testing.T) {
 			rt := &gcRuntime{sandboxes: tc.sandboxes, containers: tc.containers}
 			m := NewManager(rt, nil, ManagerOptions{})
 			if err := m.GarbageCollect(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(rt.removedContainers, tc.wantContainers) {
+				t.Errorf("removed containers %v, want %v", rt.removedContainers, tc.wantContainers)
+			}
+			if !slices.Equal(rt.removedSandboxes, tc.wantSandboxes) {
+				t.Errorf("removed sandboxes %v, want %v", rt.removedSandboxes, tc.wantSandboxes)
+			}
+		})
+	}
+}
+
+// DeleteAllUnusedContainers empties a terminated pod a source still holds
+// (every instance not running, every sandbox not ready, the newest
+// included) and treats other pods as GarbageCollect does, as the kubelet's
+// GarbageCollect with evictNonDeletedPods does.
+func TestDeleteAllUnusedContainers(t *testing.T) {
+	created := gcContainer("c", "B", 3, false)
+	created.State = runtimeapi.ContainerState_CONTAINER_CREATED
+	for _, tc := range []struct {
+		desc           string
+		terminated     bool
+		sandboxes      []*runtimeapi.PodSandbox
+		containers     []*runtimeapi.Container
+		wantContainers []string
+		wantSandboxes  []string
+	}{
+		{
+			desc:           "terminated pod: every dead instance and sandbox goes",
+			terminated:     true,
+			sandboxes:      []*runtimeapi.PodSandbox{gcSandbox("A", 1, false, true), gcSandbox("B", 2, false, true)},
+			containers:     []*runtimeapi.Container{gcContainer("a", "A", 1, false), gcContainer("b", "B", 2, false), created},
+			wantContainers: []string{"c", "b", "a"},
+			wantSandboxes:  []string{"B", "A"},
+		},
+		{
+			desc:           "terminated pod: a running container and its ready sandbox stay",
+			terminated:     true,
+			sandboxes:      []*runtimeapi.PodSandbox{gcSandbox("A", 1, false, true), gcSandbox("B", 2, true, true)},
+			containers:     []*runtimeapi.Container{gcContainer("a", "A", 1, false), gcContainer("b", "B", 2, true)},
+			wantContainers: []string{"a"},
+			wantSandboxes:  []string{"A"},
+		},
+		{
+			desc:           "running pod: the newest exited instance and the newest sandbox stay",
+			sandboxes:      []*runtimeapi.PodSandbox{gcSandbox("A", 1, false, true), gcSandbox("B", 2, false, true)},
+			containers:     []*runtimeapi.Container{gcContainer("a", "A", 1, false), gcContainer("b", "B", 2, false)},
+			wantContainers: []string{"a"},
+			wantSandboxes:  []string{"A"},
+		},
+		{
+			desc:       "a pod sync did not create is left alone, terminated or not",
+			terminated: true,
+			sandboxes:  []*runtimeapi.PodSandbox{gcSandbox("A", 1, false, false)},
+			containers: []*runtimeapi.Container{gcContainer("a", "A", 1, false)},
+		},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			rt := &gcRuntime{sandboxes: tc.sandboxes, containers: tc.containers}
+			m := NewManager(rt, nil, ManagerOptions{})
+			terminated := func(uid types.UID) bool { return tc.terminated && uid == "u" }
+			if err := m.DeleteAllUnusedContainers(context.Background(), terminated); err != nil {
 				t.Fatal(err)
 			}
 			if !slices.Equal(rt.removedContainers, tc.wantContainers) {

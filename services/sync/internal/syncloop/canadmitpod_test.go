@@ -372,6 +372,30 @@ func TestEvictPod(t *testing.T) {
 	}
 }
 
+// DeleteAllUnusedContainers empties the pods whose worker terminated them
+// (an evicted pod, still in its source) and no other.
+func TestDeleteAllUnusedContainersEmptiesTerminatedPods(t *testing.T) {
+	h := newAdmitHarness(t, FailurePolicyFail)
+	ctx := context.Background()
+	evicted, running := testPod("evicted", 1), testPod("running", 2)
+	h.k.HandlePodAdditions(ctx, []*v1.Pod{evicted, running})
+	grace := int64(0)
+	if err := h.k.EvictPod(ctx, PodRef{Namespace: "default", Name: "evicted"}, ReasonEvicted, "low on disk", &grace); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "evicted pod terminated", func() bool { return h.k.workers.IsPodKnownTerminated(evicted.UID) })
+	if err := h.k.DeleteAllUnusedContainers(ctx); err != nil {
+		t.Fatal(err)
+	}
+	h.rt.mu.Lock()
+	terminated := h.rt.terminated
+	h.rt.mu.Unlock()
+	if terminated == nil || !terminated(evicted.UID) || terminated(running.UID) {
+		t.Errorf("DeleteAllUnusedContainers empties the wrong pods: evicted %v, running %v",
+			terminated != nil && terminated(evicted.UID), terminated != nil && terminated(running.UID))
+	}
+}
+
 // fakeBatchAdmitter is a BatchAdmitter over a fakeAdmitter's decide: a
 // batch answers what consecutive Admit calls would (admitted pods join
 // active, stop after victims), at most perCall pods a call (0: all), or

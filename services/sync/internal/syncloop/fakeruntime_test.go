@@ -30,6 +30,8 @@ type fakeRuntime struct {
 	grace map[types.UID]*int64
 	// lists and gcs count GetPods and GarbageCollect calls.
 	lists, gcs int
+	// terminated is what the last DeleteAllUnusedContainers was given.
+	terminated func(types.UID) bool
 	// result and syncErr answer SyncPod; synced is the status each call
 	// was given, restartAll its restartAllContainers.
 	result     kuberuntime.SyncResult
@@ -108,6 +110,14 @@ func (f *fakeRuntime) GarbageCollect(context.Context) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.gcs++
+	return nil
+}
+
+func (f *fakeRuntime) DeleteAllUnusedContainers(_ context.Context, terminated func(types.UID) bool) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.gcs++
+	f.terminated = terminated
 	return nil
 }
 

@@ -113,6 +113,18 @@ func (k *Kubelet) runContainerGC(ctx context.Context) {
 	}
 }
 
+// DeleteAllUnusedContainers removes every dead container and sandbox no
+// pod needs: what the periodic container GC removes, and everything but
+// running containers and ready sandboxes of the pods whose worker has
+// terminated them for good while a source still holds them (a pod that
+// failed or succeeded and was not deleted). The eviction manager asks for it
+// before evicting pods for disk pressure. Matches the kubelet's
+// realContainerGC.DeleteAllUnusedContainers, whose podStateProvider says
+// ShouldPodRuntimeBeRemoved from the pod workers.
+func (k *Kubelet) DeleteAllUnusedContainers(ctx context.Context) error {
+	return k.runtime.DeleteAllUnusedContainers(ctx, k.workers.IsPodKnownTerminated)
+}
+
 // PodCgroupRemover removes a pod's cgroups (cm.PodCgroups.Remove).
 type PodCgroupRemover interface {
 	Remove(uid types.UID) error

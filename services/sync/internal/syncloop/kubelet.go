@@ -63,6 +63,9 @@ type Runtime interface {
 	RemovePod(ctx context.Context, uid types.UID) error
 	GetPods(ctx context.Context) (map[types.UID]*kuberuntime.RunningPod, error)
 	GarbageCollect(ctx context.Context) error
+	// DeleteAllUnusedContainers is GarbageCollect that also empties the
+	// pods terminated names (DeleteAllUnusedContainers below).
+	DeleteAllUnusedContainers(ctx context.Context, terminated func(types.UID) bool) error
 	ContainerWaiting(uid types.UID, name string) (kuberuntime.WaitingReason, bool)
 	ForgetPod(uid types.UID)
 	GC()

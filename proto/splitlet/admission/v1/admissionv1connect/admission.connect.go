@@ -41,6 +41,9 @@ const (
 	// AdmissionServiceWatchEvictionsProcedure is the fully-qualified name of the AdmissionService's
 	// WatchEvictions RPC.
 	AdmissionServiceWatchEvictionsProcedure = "/splitlet.admission.v1.AdmissionService/WatchEvictions"
+	// AdmissionServiceReportReclaimProcedure is the fully-qualified name of the AdmissionService's
+	// ReportReclaim RPC.
+	AdmissionServiceReportReclaimProcedure = "/splitlet.admission.v1.AdmissionService/ReportReclaim"
 	// AdmissionServiceGetNodeProcedure is the fully-qualified name of the AdmissionService's GetNode
 	// RPC.
 	AdmissionServiceGetNodeProcedure = "/splitlet.admission.v1.AdmissionService/GetNode"
@@ -58,8 +61,14 @@ type AdmissionServiceClient interface {
 	// active pods). It stops at the first answer naming victims: the caller
 	// stops them and asks again for the rest.
 	AdmitPods(context.Context, *connect.Request[v1.AdmitPodsRequest]) (*connect.Response[v1.AdmitPodsResponse], error)
-	// WatchEvictions streams evictions decided by the eviction manager from now on.
+	// WatchEvictions streams evictions decided by the eviction manager from now
+	// on, and its requests for node-level reclaim (WatchEvictionsResponse.reclaim).
 	WatchEvictions(context.Context, *connect.Request[v1.WatchEvictionsRequest]) (*connect.ServerStreamForClient[v1.WatchEvictionsResponse], error)
+	// ReportReclaim answers a ReclaimRequest received on WatchEvictions: sync
+	// ran the garbage collection asked for, and the eviction manager observes
+	// the node again before it evicts a pod. An id the manager no longer
+	// waits for (answered already, or timed out) is NOT_FOUND.
+	ReportReclaim(context.Context, *connect.Request[v1.ReportReclaimRequest]) (*connect.Response[v1.ReportReclaimResponse], error)
 	// GetNode returns the node as admission sees it: capacity, allocatable,
 	// labels, taints and pressure conditions.
 	GetNode(context.Context, *connect.Request[v1.GetNodeRequest]) (*connect.Response[v1.GetNodeResponse], error)
@@ -94,6 +103,12 @@ func NewAdmissionServiceClient(httpClient connect.HTTPClient, baseURL string, op
 			connect.WithSchema(admissionServiceMethods.ByName("WatchEvictions")),
 			connect.WithClientOptions(opts...),
 		),
+		reportReclaim: connect.NewClient[v1.ReportReclaimRequest, v1.ReportReclaimResponse](
+			httpClient,
+			baseURL+AdmissionServiceReportReclaimProcedure,
+			connect.WithSchema(admissionServiceMethods.ByName("ReportReclaim")),
+			connect.WithClientOptions(opts...),
+		),
 		getNode: connect.NewClient[v1.GetNodeRequest, v1.GetNodeResponse](
 			httpClient,
 			baseURL+AdmissionServiceGetNodeProcedure,
@@ -108,6 +123,7 @@ type admissionServiceClient struct {
 	admit          *connect.Client[v1.AdmitRequest, v1.AdmitResponse]
 	admitPods      *connect.Client[v1.AdmitPodsRequest, v1.AdmitPodsResponse]
 	watchEvictions *connect.Client[v1.WatchEvictionsRequest, v1.WatchEvictionsResponse]
+	reportReclaim  *connect.Client[v1.ReportReclaimRequest, v1.ReportReclaimResponse]
 	getNode        *connect.Client[v1.GetNodeRequest, v1.GetNodeResponse]
 }
 
@@ -124,6 +140,11 @@ func (c *admissionServiceClient) AdmitPods(ctx context.Context, req *connect.Req
 // WatchEvictions calls splitlet.admission.v1.AdmissionService.WatchEvictions.
 func (c *admissionServiceClient) WatchEvictions(ctx context.Context, req *connect.Request[v1.WatchEvictionsRequest]) (*connect.ServerStreamForClient[v1.WatchEvictionsResponse], error) {
 	return c.watchEvictions.CallServerStream(ctx, req)
+}
+
+// ReportReclaim calls splitlet.admission.v1.AdmissionService.ReportReclaim.
+func (c *admissionServiceClient) ReportReclaim(ctx context.Context, req *connect.Request[v1.ReportReclaimRequest]) (*connect.Response[v1.ReportReclaimResponse], error) {
+	return c.reportReclaim.CallUnary(ctx, req)
 }
 
 // GetNode calls splitlet.admission.v1.AdmissionService.GetNode.
@@ -144,8 +165,14 @@ type AdmissionServiceHandler interface {
 	// active pods). It stops at the first answer naming victims: the caller
 	// stops them and asks again for the rest.
 	AdmitPods(context.Context, *connect.Request[v1.AdmitPodsRequest]) (*connect.Response[v1.AdmitPodsResponse], error)
-	// WatchEvictions streams evictions decided by the eviction manager from now on.
+	// WatchEvictions streams evictions decided by the eviction manager from now
+	// on, and its requests for node-level reclaim (WatchEvictionsResponse.reclaim).
 	WatchEvictions(context.Context, *connect.Request[v1.WatchEvictionsRequest], *connect.ServerStream[v1.WatchEvictionsResponse]) error
+	// ReportReclaim answers a ReclaimRequest received on WatchEvictions: sync
+	// ran the garbage collection asked for, and the eviction manager observes
+	// the node again before it evicts a pod. An id the manager no longer
+	// waits for (answered already, or timed out) is NOT_FOUND.
+	ReportReclaim(context.Context, *connect.Request[v1.ReportReclaimRequest]) (*connect.Response[v1.ReportReclaimResponse], error)
 	// GetNode returns the node as admission sees it: capacity, allocatable,
 	// labels, taints and pressure conditions.
 	GetNode(context.Context, *connect.Request[v1.GetNodeRequest]) (*connect.Response[v1.GetNodeResponse], error)
@@ -176,6 +203,12 @@ func NewAdmissionServiceHandler(svc AdmissionServiceHandler, opts ...connect.Han
 		connect.WithSchema(admissionServiceMethods.ByName("WatchEvictions")),
 		connect.WithHandlerOptions(opts...),
 	)
+	admissionServiceReportReclaimHandler := connect.NewUnaryHandler(
+		AdmissionServiceReportReclaimProcedure,
+		svc.ReportReclaim,
+		connect.WithSchema(admissionServiceMethods.ByName("ReportReclaim")),
+		connect.WithHandlerOptions(opts...),
+	)
 	admissionServiceGetNodeHandler := connect.NewUnaryHandler(
 		AdmissionServiceGetNodeProcedure,
 		svc.GetNode,
@@ -190,6 +223,8 @@ func NewAdmissionServiceHandler(svc AdmissionServiceHandler, opts ...connect.Han
 			admissionServiceAdmitPodsHandler.ServeHTTP(w, r)
 		case AdmissionServiceWatchEvictionsProcedure:
 			admissionServiceWatchEvictionsHandler.ServeHTTP(w, r)
+		case AdmissionServiceReportReclaimProcedure:
+			admissionServiceReportReclaimHandler.ServeHTTP(w, r)
 		case AdmissionServiceGetNodeProcedure:
 			admissionServiceGetNodeHandler.ServeHTTP(w, r)
 		default:
@@ -211,6 +246,10 @@ func (UnimplementedAdmissionServiceHandler) AdmitPods(context.Context, *connect.
 
 func (UnimplementedAdmissionServiceHandler) WatchEvictions(context.Context, *connect.Request[v1.WatchEvictionsRequest], *connect.ServerStream[v1.WatchEvictionsResponse]) error {
 	return connect.NewError(connect.CodeUnimplemented, errors.New("splitlet.admission.v1.AdmissionService.WatchEvictions is not implemented"))
+}
+
+func (UnimplementedAdmissionServiceHandler) ReportReclaim(context.Context, *connect.Request[v1.ReportReclaimRequest]) (*connect.Response[v1.ReportReclaimResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("splitlet.admission.v1.AdmissionService.ReportReclaim is not implemented"))
 }
 
 func (UnimplementedAdmissionServiceHandler) GetNode(context.Context, *connect.Request[v1.GetNodeRequest]) (*connect.Response[v1.GetNodeResponse], error) {
