@@ -5,20 +5,14 @@ package main
 
 import (
 	"context"
-	"errors"
-	"flag"
 	"fmt"
 	"os"
-	"os/signal"
-	"runtime/debug"
-	"syscall"
-	"time"
 
 	"go.uber.org/zap"
 
 	"github.com/splitlet/splitlet/gateway/internal/config"
 	"github.com/splitlet/splitlet/gateway/server"
-	"github.com/splitlet/splitlet/internal/logctx"
+	"github.com/splitlet/splitlet/internal/procmain"
 	"github.com/splitlet/splitlet/internal/tracing"
 )
 
@@ -39,57 +33,27 @@ var backends = server.Backends{
 const defaultGCPercent = 200
 
 func main() {
-	if os.Getenv("GOGC") == "" {
-		debug.SetGCPercent(defaultGCPercent)
-	}
-	os.Exit(run())
+	os.Exit(procmain.Main(procmain.Process{Name: tracing.ServiceGateway, GCPercent: defaultGCPercent}, parse))
 }
 
-func run() int {
+func parse() (procmain.Setup, error) {
 	cfg, err := config.Parse(os.Args[1:], os.Stderr)
-	if errors.Is(err, flag.ErrHelp) {
-		return 0
-	}
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "splitlet-gateway:", err)
-		return 2
+		return procmain.Setup{}, err
 	}
 	if cfg.ShowVersion {
 		fmt.Println("splitlet-gateway", version)
-		return 0
+		return procmain.Setup{Done: true}, nil
 	}
-	log, err := cfg.Logger()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "splitlet-gateway: logger:", err)
-		return 2
-	}
-	logctx.RouteKlog(log)
-	defer log.Sync()
-
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
-	defer stop()
-	log.Info("starting splitlet-gateway", zap.String("version", version), zap.String("backend", cfg.Server.Backend))
-	tr, err := tracing.Setup(ctx, tracing.ServiceGateway, cfg.Tracing)
-	if err != nil {
-		log.Error("tracing", zap.Error(err))
-		return 1
-	}
-	defer shutdownTracing(tr, log)
-	// Every CRI call continues its caller's trace (sync's, admission's);
-	// the cri backend's calls carry it on to the runtime (backends.go).
-	if err := server.Run(logctx.With(ctx, log), cfg.Server, backends, server.WithGRPCOptions(tracing.GRPCServerOptions()...)); err != nil {
-		log.Error("gateway failed", zap.Error(err))
-		return 1
-	}
-	return 0
-}
-
-// shutdownTracing exports the spans still buffered, within a bound: a
-// collector that is gone must not hold up the exit.
-func shutdownTracing(tr *tracing.Tracing, log *zap.Logger) {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if err := tr.Shutdown(ctx); err != nil {
-		log.Warn("tracing shutdown", zap.Error(err))
-	}
+	return procmain.Setup{
+		Logger:  cfg.Logger,
+		Tracing: cfg.Tracing,
+		Started: []zap.Field{zap.String("version", version), zap.String("backend", cfg.Server.Backend)},
+		// Every CRI call continues its caller's trace (sync's,
+		// admission's); the cri backend's calls carry it on to the
+		// runtime (backends.go).
+		Run: func(ctx context.Context) error {
+			return server.Run(ctx, cfg.Server, backends, server.WithGRPCOptions(tracing.GRPCServerOptions()...))
+		},
+	}, nil
 }

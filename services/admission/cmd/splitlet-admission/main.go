@@ -17,17 +17,11 @@ package main
 
 import (
 	"context"
-	"errors"
-	"flag"
-	"fmt"
 	"os"
-	"os/signal"
-	"syscall"
-	"time"
 
 	"go.uber.org/zap"
 
-	"github.com/splitlet/splitlet/internal/logctx"
+	"github.com/splitlet/splitlet/internal/procmain"
 	"github.com/splitlet/splitlet/internal/tracing"
 	"github.com/splitlet/splitlet/services/admission/internal/config"
 	"github.com/splitlet/splitlet/services/admission/internal/server"
@@ -36,48 +30,17 @@ import (
 // version is set at build time with -ldflags "-X main.version=...".
 var version = "dev"
 
-func main() { os.Exit(run()) }
+func main() { os.Exit(procmain.Main(procmain.Process{Name: tracing.ServiceAdmission}, parse)) }
 
-func run() int {
+func parse() (procmain.Setup, error) {
 	cfg, err := config.Load(os.Args[1:], os.Stderr)
-	if errors.Is(err, flag.ErrHelp) {
-		return 0
-	}
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "splitlet-admission:", err)
-		return 2
+		return procmain.Setup{}, err
 	}
-	log, err := cfg.Logger()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "splitlet-admission: logger:", err)
-		return 2
-	}
-	logctx.RouteKlog(log)
-	defer log.Sync()
-
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
-	defer stop()
-	log.Info("starting splitlet-admission", zap.String("version", version), zap.String("listen", cfg.Listen.Address))
-	tr, err := tracing.Setup(ctx, tracing.ServiceAdmission, cfg.Tracing)
-	if err != nil {
-		log.Error("tracing", zap.Error(err))
-		return 1
-	}
-	defer shutdownTracing(tr, log)
-	if err := server.Run(logctx.With(ctx, log), cfg); err != nil {
-		log.Error("admission failed", zap.Error(err))
-		return 1
-	}
-	log.Info("stopped")
-	return 0
-}
-
-// shutdownTracing exports the spans still buffered, within a bound: a
-// collector that is gone must not hold up the exit.
-func shutdownTracing(tr *tracing.Tracing, log *zap.Logger) {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if err := tr.Shutdown(ctx); err != nil {
-		log.Warn("tracing shutdown", zap.Error(err))
-	}
+	return procmain.Setup{
+		Logger:  cfg.Logger,
+		Tracing: cfg.Tracing,
+		Started: []zap.Field{zap.String("version", version), zap.String("listen", cfg.Listen.Address)},
+		Run:     func(ctx context.Context) error { return server.Run(ctx, cfg) },
+	}, nil
 }

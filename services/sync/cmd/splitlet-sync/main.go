@@ -5,18 +5,11 @@ package main
 
 import (
 	"context"
-	"errors"
-	"flag"
-	"fmt"
 	"os"
-	"os/signal"
-	"runtime/debug"
-	"syscall"
-	"time"
 
 	"go.uber.org/zap"
 
-	"github.com/splitlet/splitlet/internal/logctx"
+	"github.com/splitlet/splitlet/internal/procmain"
 	"github.com/splitlet/splitlet/internal/tracing"
 	"github.com/splitlet/splitlet/services/sync/internal/config"
 	"github.com/splitlet/splitlet/services/sync/internal/daemon"
@@ -30,51 +23,18 @@ import (
 const defaultGCPercent = 200
 
 func main() {
-	if os.Getenv("GOGC") == "" {
-		debug.SetGCPercent(defaultGCPercent)
-	}
-	os.Exit(run())
+	os.Exit(procmain.Main(procmain.Process{Name: tracing.ServiceSync, GCPercent: defaultGCPercent}, parse))
 }
 
-func run() int {
+func parse() (procmain.Setup, error) {
 	cfg, err := config.Parse(os.Args[1:], os.Stderr)
-	if errors.Is(err, flag.ErrHelp) {
-		return 0
-	}
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "splitlet-sync:", err)
-		return 2
+		return procmain.Setup{}, err
 	}
-	log, err := cfg.Logger()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "splitlet-sync: logger:", err)
-		return 2
-	}
-	logctx.RouteKlog(log)
-	defer log.Sync()
-
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
-	defer stop()
-	log.Info("starting splitlet-sync", zap.String("node", cfg.NodeName), zap.String("runtime", cfg.RuntimeEndpoint))
-	tr, err := tracing.Setup(ctx, tracing.ServiceSync, cfg.Tracing)
-	if err != nil {
-		log.Error("tracing", zap.Error(err))
-		return 1
-	}
-	defer shutdownTracing(tr, log)
-	if err := daemon.Run(logctx.With(ctx, log), cfg); err != nil {
-		log.Error("splitlet-sync failed", zap.Error(err))
-		return 1
-	}
-	return 0
-}
-
-// shutdownTracing exports the spans still buffered, within a bound: a
-// collector that is gone must not hold up the exit.
-func shutdownTracing(tr *tracing.Tracing, log *zap.Logger) {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if err := tr.Shutdown(ctx); err != nil {
-		log.Warn("tracing shutdown", zap.Error(err))
-	}
+	return procmain.Setup{
+		Logger:  cfg.Logger,
+		Tracing: cfg.Tracing,
+		Started: []zap.Field{zap.String("node", cfg.NodeName), zap.String("runtime", cfg.RuntimeEndpoint)},
+		Run:     func(ctx context.Context) error { return daemon.Run(ctx, cfg) },
+	}, nil
 }
