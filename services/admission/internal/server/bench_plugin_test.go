@@ -72,15 +72,31 @@ func mustMarshal(b *testing.B, p *v1.Pod) []byte {
 //	steady: the same 110 active pods on every call, which is what sync
 //	        sends: its active set changes rarely.
 //	churn:  one active pod is replaced by a new one before every call.
+//	refs:   steady, with the active pods by reference (uid and digest),
+//	        as sync sends them: in full only on a first call, made before
+//	        the measured ones.
 func BenchmarkAdmit110Plugin(b *testing.B) {
 	target := startBenchTarget(b, allowlistPlugin(b))
 	pod := mustMarshal(b, testfixture.TypicalPod("new"))
 	ctx := context.Background()
-	for _, mode := range []string{"steady", "churn"} {
+	for _, mode := range []string{"steady", "churn", "refs"} {
 		b.Run(mode, func(b *testing.B) {
 			active := make([][]byte, 110)
 			for i := range active {
 				active[i] = mustMarshal(b, testfixture.TypicalPod(fmt.Sprint(i)))
+			}
+			var refs []*admissionv1.ActivePod
+			if mode == "refs" {
+				full := make([]*admissionv1.ActivePod, len(active))
+				for i, raw := range active {
+					d := sha256.Sum256(raw)
+					refs = append(refs, &admissionv1.ActivePod{Uid: string(testfixture.TypicalPod(fmt.Sprint(i)).UID), Digest: d[:]})
+					full[i] = &admissionv1.ActivePod{Uid: refs[i].Uid, Digest: d[:], Pod: raw}
+				}
+				if _, err := target.client.Admit(ctx, connect.NewRequest(&admissionv1.AdmitRequest{Pod: pod, Active: full})); err != nil {
+					b.Fatal(err)
+				}
+				active = nil
 			}
 			m := target.meter(b)
 			for b.Loop() {
@@ -88,7 +104,7 @@ func BenchmarkAdmit110Plugin(b *testing.B) {
 					n := m.calls()
 					active[n%len(active)] = mustMarshal(b, testfixture.TypicalPod(fmt.Sprintf("churn-%d", n)))
 				}
-				req := connect.NewRequest(&admissionv1.AdmitRequest{Pod: pod, ActivePods: active})
+				req := connect.NewRequest(&admissionv1.AdmitRequest{Pod: pod, ActivePods: active, Active: refs})
 				start := time.Now()
 				resp, err := target.client.Admit(ctx, req)
 				m.observe(time.Since(start))
