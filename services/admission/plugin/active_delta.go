@@ -35,10 +35,40 @@ type activeSender struct {
 }
 
 // sentSet is one generation of the active set as sent: each pod's encoding
-// by UID. It is never changed once made, so calls share it unlocked.
+// (raws) and its index there by UID (at). It is never changed once made,
+// so calls share it unlocked.
 type sentSet struct {
 	gen  uint64
-	pods map[types.UID][]byte
+	at   map[types.UID]int
+	raws [][]byte
+}
+
+// encoding returns the encoding the set holds for uid.
+func (s *sentSet) encoding(uid types.UID) ([]byte, bool) {
+	i, ok := s.at[uid]
+	if !ok {
+		return nil, false
+	}
+	return s.raws[i], true
+}
+
+// holds reports whether p's active pods are exactly the set's, the common
+// case (an active set changes rarely), without building the map a change
+// needs: every pod of p matches a distinct pod of the set, as many as the
+// set has.
+func (s *sentSet) holds(p *Prepared) bool {
+	if len(p.active) != len(s.raws) {
+		return false
+	}
+	seen := make([]bool, len(s.raws))
+	for _, a := range p.active {
+		i, ok := s.at[a.uid]
+		if !ok || seen[i] || !sameBytes(s.raws[i], a.raw) {
+			return false
+		}
+		seen[i] = true
+	}
+	return true
 }
 
 // setKeeps records whether the plugin keeps active sets (its Describe).
@@ -69,42 +99,45 @@ func (s *activeSender) request(p *Prepared, whole bool) (in *pluginv1.AdmitReque
 	if !keeps {
 		return p.wholeSet(), nil
 	}
-	cur := make(map[types.UID][]byte, len(p.active))
-	for _, a := range p.active {
-		if _, dup := cur[a.uid]; dup || a.uid == "" {
+	if base != nil && !whole && base.holds(p) {
+		return &pluginv1.AdmitRequest{Pod: p.pod, Node: p.node,
+			ActiveSet: &pluginv1.ActiveSet{Session: session, Generation: base.gen, BaseGeneration: base.gen}}, base
+	}
+	cur := &sentSet{at: make(map[types.UID]int, len(p.active)), raws: make([][]byte, len(p.active))}
+	for i, a := range p.active {
+		if _, dup := cur.at[a.uid]; dup || a.uid == "" {
 			// Changes are matched by UID, so a set that names a pod
 			// twice or not at all can only go whole, and is not kept.
 			return p.wholeSet(), nil
 		}
-		cur[a.uid] = a.raw
+		cur.at[a.uid] = i
+		cur.raws[i] = a.raw
 	}
 
 	in = &pluginv1.AdmitRequest{Pod: p.pod, Node: p.node}
 	set := &pluginv1.ActiveSet{Session: session}
 	in.ActiveSet = set
 	if whole || base == nil {
-		set.Generation = s.nextGeneration()
-		in.ActivePods = p.raws()
-		return in, &sentSet{gen: set.Generation, pods: cur}
+		cur.gen = s.nextGeneration()
+		set.Generation = cur.gen
+		in.ActivePods = cur.raws
+		return in, cur
 	}
 	set.BaseGeneration = base.gen
 	for _, a := range p.active {
-		if old, ok := base.pods[a.uid]; !ok || !sameBytes(old, a.raw) {
+		if old, ok := base.encoding(a.uid); !ok || !sameBytes(old, a.raw) {
 			set.ChangedPods = append(set.ChangedPods, a.raw)
 		}
 	}
-	for uid := range base.pods {
-		if _, ok := cur[uid]; !ok {
+	for uid := range base.at {
+		if _, ok := cur.at[uid]; !ok {
 			set.RemovedUids = append(set.RemovedUids, string(uid))
 		}
 	}
-	if len(set.ChangedPods) == 0 && len(set.RemovedUids) == 0 {
-		set.Generation = base.gen
-		return in, base
-	}
 	slices.Sort(set.RemovedUids)
-	set.Generation = s.nextGeneration()
-	return in, &sentSet{gen: set.Generation, pods: cur}
+	cur.gen = s.nextGeneration()
+	set.Generation = cur.gen
+	return in, cur
 }
 
 func (s *activeSender) nextGeneration() uint64 {

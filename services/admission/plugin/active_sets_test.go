@@ -159,8 +159,9 @@ func TestActiveSetChanges(t *testing.T) {
 		{desc: "empty set", active: nil, want: "", sent: "changes +0 -uid-a,uid-b,uid-e"},
 		{desc: "from empty", active: []*v1.Pod{a}, want: "a@1", sent: "changes +1 -"},
 		{desc: "a pod without uid: whole, not kept", active: []*v1.Pod{a, {ObjectMeta: metav1.ObjectMeta{Name: "nouid"}}}, want: "a@1,nouid@", sent: "stateless 2"},
-		{desc: "a uid twice: whole, not kept", active: []*v1.Pod{a, a}, want: "a@1,a@1", sent: "stateless 2"},
-		{desc: "changes again after those", active: []*v1.Pod{a, b}, want: "a@1,b@1", sent: "changes +1 -"},
+		{desc: "two pods", active: []*v1.Pod{a, b}, want: "a@1,b@1", sent: "changes +1 -"},
+		{desc: "a uid twice, as many pods as before: whole, not kept", active: []*v1.Pod{a, a}, want: "a@1,a@1", sent: "stateless 2"},
+		{desc: "changes again after those", active: []*v1.Pod{a, cc}, want: "a@1,c@1", sent: "changes +1 -uid-b"},
 	}
 	for _, s := range steps {
 		if got := admitWith(t, c, s.active...); got != s.want {
