@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"sync"
@@ -40,6 +41,9 @@ var pin = flag.Bool("pin", false, "run the Admit benchmarks' service in a child 
 // envBenchService makes the test binary serve the benchmark's admission
 // service instead of running tests (TestMain): its value is the CPU to
 // pin to, and envBenchService+"_PLUGINS" the plugin configuration file.
+// envBenchService+"_CPUPROFILE", set by whoever runs the benchmark, names
+// a file for the service process's CPU profile (a run's profiles
+// overwrite each other: select one benchmark).
 const envBenchService = "SPLITLET_BENCH_ADMISSION_SERVICE"
 
 func TestMain(m *testing.M) {
@@ -184,6 +188,17 @@ func serveBenchService(cpu, pluginsFile string) int {
 	}
 	if err := pinProcess(n); err != nil {
 		return fail(err)
+	}
+	if path := os.Getenv(envBenchService + "_CPUPROFILE"); path != "" {
+		f, err := os.Create(path)
+		if err != nil {
+			return fail(err)
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return fail(err)
+		}
+		defer pprof.StopCPUProfile()
 	}
 	var cfg *pluginhost.Config
 	if pluginsFile != "" {
