@@ -40,6 +40,9 @@ func (a *activeSets) activePods(in *pluginv1.AdmitRequest, decode func([]byte) (
 	}
 	if set.GetBaseGeneration() == 0 {
 		// The whole set.
+		if len(set.GetChangedPods()) > 0 || len(set.GetRemovedUids()) > 0 {
+			return nil, fmt.Errorf("active_set: changes without a base generation")
+		}
 		pods := make([]*v1.Pod, len(in.GetActivePods()))
 		for i, b := range in.GetActivePods() {
 			p, err := decode(b)

@@ -273,6 +273,7 @@ func TestActiveSetRefusals(t *testing.T) {
 		in   *pluginv1.AdmitRequest
 		want codes.Code
 	}{
+		{desc: "changes without a base", in: &pluginv1.AdmitRequest{Pod: pod, ActiveSet: &pluginv1.ActiveSet{Session: "s", Generation: 2, RemovedUids: []string{"uid-a"}}}, want: codes.InvalidArgument},
 		{desc: "generation 0", in: &pluginv1.AdmitRequest{Pod: pod, ActiveSet: &pluginv1.ActiveSet{Session: "s"}}, want: codes.InvalidArgument},
 		{desc: "unknown base", in: &pluginv1.AdmitRequest{Pod: pod, ActiveSet: &pluginv1.ActiveSet{Session: "s", BaseGeneration: 7, Generation: 8}}, want: codes.FailedPrecondition},
 		{desc: "other session", in: &pluginv1.AdmitRequest{Pod: pod, ActiveSet: &pluginv1.ActiveSet{Session: "t", BaseGeneration: 1, Generation: 2}}, want: codes.FailedPrecondition},
