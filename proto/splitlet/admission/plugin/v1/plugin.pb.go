@@ -125,7 +125,8 @@ type ActiveSet struct {
 	Session string `protobuf:"bytes,1,opt,name=session,proto3" json:"session,omitempty"`
 	// The generation the request's active pods are, from 1.
 	Generation uint64 `protobuf:"varint,2,opt,name=generation,proto3" json:"generation,omitempty"`
-	// The generation the changes apply to; 0 when active_pods is the whole set.
+	// The generation the changes apply to; 0 when active_pods is the whole set
+	// (and changed_pods and removed_uids are empty).
 	BaseGeneration uint64 `protobuf:"varint,3,opt,name=base_generation,json=baseGeneration,proto3" json:"base_generation,omitempty"`
 	// Pods added or changed since base_generation: each a core/v1 Pod,
 	// matched to the base's pods by metadata.uid.
