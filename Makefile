@@ -74,6 +74,8 @@ FUZZ_TARGETS := \
 	services/sync:./internal/pullcreds:FuzzKeyring \
 	services/admission:./internal/podcache:FuzzDecode \
 	services/admission/plugin:.:FuzzDecodeRequest \
+	services/admission/plugin:.:FuzzActiveSets \
+	services/admission/plugin:.:FuzzActiveSetWire \
 	gateway:./policy:FuzzCheck
 # An execution count, not a duration: with a duration, Go 1.26's fuzz
 # coordinator can fail a run with a bare "context deadline exceeded" when a

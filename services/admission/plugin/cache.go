@@ -79,6 +79,16 @@ type Encoder struct {
 
 // Encode is EncodeRequest with the active pods' encodings cached.
 func (e *Encoder) Encode(r *Request) (*pluginv1.AdmitRequest, error) {
+	p, err := e.Prepare(r)
+	if err != nil {
+		return nil, err
+	}
+	return p.wholeSet(), nil
+}
+
+// Prepare encodes r once for every plugin a host asks, with the active
+// pods' encodings cached; GRPCClient.AdmitPrepared sends it.
+func (e *Encoder) Prepare(r *Request) (*Prepared, error) {
 	encodePod := (*v1.Pod).Marshal
 	if e.Source != nil {
 		encodePod = func(p *v1.Pod) ([]byte, error) {
@@ -88,7 +98,7 @@ func (e *Encoder) Encode(r *Request) (*pluginv1.AdmitRequest, error) {
 			return p.Marshal()
 		}
 	}
-	return encodeRequest(r, encodePod, e.encodeActive)
+	return prepare(r, encodePod, e.encodeActive)
 }
 
 func (e *Encoder) encodeActive(p *v1.Pod) ([]byte, error) {

@@ -4,42 +4,77 @@ import (
 	"fmt"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	pluginv1 "github.com/splitlet/splitlet/proto/splitlet/admission/plugin/v1"
 )
 
 // Objects travel in the Kubernetes protobuf encoding of k8s.io/api (the
 // generated Marshal/Unmarshal), not JSON: it keeps every core/v1 field and is
-// fast enough to send a full node's active pods on every admission.
+// fast. A plugin that keeps active sets (active_sets.go) is sent a full
+// node's active pods once and then only their changes (active_delta.go).
 
-// EncodeRequest turns a Request into its wire form.
+// EncodeRequest turns a Request into its wire form, with the whole active
+// set.
 func EncodeRequest(r *Request) (*pluginv1.AdmitRequest, error) {
-	return encodeRequest(r, (*v1.Pod).Marshal, (*v1.Pod).Marshal)
+	p, err := prepare(r, (*v1.Pod).Marshal, (*v1.Pod).Marshal)
+	if err != nil {
+		return nil, err
+	}
+	return p.wholeSet(), nil
 }
 
-func encodeRequest(r *Request, encodePod, encodeActive func(*v1.Pod) ([]byte, error)) (*pluginv1.AdmitRequest, error) {
+// Prepared is a Request encoded once for every plugin a host asks
+// (Encoder.Prepare). Each GRPCClient sends from it what its plugin lacks:
+// the whole active set, or only what changed since its previous call.
+type Prepared struct {
+	pod, node []byte
+	active    []preparedPod
+}
+
+type preparedPod struct {
+	uid types.UID
+	raw []byte
+}
+
+func prepare(r *Request, encodePod, encodeActive func(*v1.Pod) ([]byte, error)) (*Prepared, error) {
 	if r == nil || r.Pod == nil {
 		return nil, fmt.Errorf("encode admit request: no pod")
 	}
-	out := &pluginv1.AdmitRequest{ActivePods: make([][]byte, len(r.ActivePods))}
+	out := &Prepared{active: make([]preparedPod, len(r.ActivePods))}
 	var err error
-	if out.Pod, err = encodePod(r.Pod); err != nil {
+	if out.pod, err = encodePod(r.Pod); err != nil {
 		return nil, fmt.Errorf("encode pod %s/%s: %w", r.Pod.Namespace, r.Pod.Name, err)
 	}
 	for i, p := range r.ActivePods {
 		if p == nil {
 			return nil, fmt.Errorf("encode admit request: active pod %d is nil", i)
 		}
-		if out.ActivePods[i], err = encodeActive(p); err != nil {
+		out.active[i].uid = p.UID
+		if out.active[i].raw, err = encodeActive(p); err != nil {
 			return nil, fmt.Errorf("encode active pod %s/%s: %w", p.Namespace, p.Name, err)
 		}
 	}
 	if r.Node != nil {
-		if out.Node, err = r.Node.Marshal(); err != nil {
+		if out.node, err = r.Node.Marshal(); err != nil {
 			return nil, fmt.Errorf("encode node %s: %w", r.Node.Name, err)
 		}
 	}
 	return out, nil
+}
+
+// wholeSet is the request with every active pod and no active_set: what a
+// plugin that keeps no sets is sent.
+func (p *Prepared) wholeSet() *pluginv1.AdmitRequest {
+	return &pluginv1.AdmitRequest{Pod: p.pod, Node: p.node, ActivePods: p.raws()}
+}
+
+func (p *Prepared) raws() [][]byte {
+	out := make([][]byte, len(p.active))
+	for i, a := range p.active {
+		out[i] = a.raw
+	}
+	return out
 }
 
 // DecodeRequest is the inverse of EncodeRequest. An empty node field decodes

@@ -16,13 +16,17 @@ type grpcServer struct {
 	pluginv1.UnimplementedAdmissionPluginServiceServer
 	impl AdmissionPlugin
 	pods decodeCache
+	sets activeSets
 }
 
 var _ pluginv1.AdmissionPluginServiceServer = (*grpcServer)(nil)
 
 func (s *grpcServer) Admit(ctx context.Context, in *pluginv1.AdmitRequest) (*pluginv1.AdmitResponse, error) {
-	req, err := decodeRequest(in, s.pods.decode)
+	req, err := s.decode(in)
 	if err != nil {
+		if _, ok := status.FromError(err); ok {
+			return nil, err
+		}
 		return nil, status.Error(codes.InvalidArgument, err.Error())
 	}
 	resp, err := s.impl.Admit(ctx, req)
@@ -35,16 +39,39 @@ func (s *grpcServer) Admit(ctx context.Context, in *pluginv1.AdmitRequest) (*plu
 	return &pluginv1.AdmitResponse{Admit: resp.Admit, Reason: resp.Reason, Message: resp.Message}, nil
 }
 
+// decode reads a request: its active pods sent whole, or kept from the
+// host's previous calls and changed (active_sets.go). Errors are a status
+// (ActiveSetUnknown) or a malformed request.
+func (s *grpcServer) decode(in *pluginv1.AdmitRequest) (*Request, error) {
+	if in.GetActiveSet() == nil {
+		// A host that keeps no sets for this plugin: the whole set.
+		return decodeRequest(in, s.pods.decode)
+	}
+	// The pod and node as always; the active pods from the kept sets.
+	req, err := decodeRequest(&pluginv1.AdmitRequest{Pod: in.GetPod(), Node: in.GetNode()}, s.pods.decode)
+	if err != nil {
+		return nil, err
+	}
+	if req.ActivePods, err = s.sets.activePods(in, s.pods.decode); err != nil {
+		return nil, err
+	}
+	return req, nil
+}
+
+// Describe answers keeps_active_sets for every plugin built on the SDK: the
+// SDK keeps the sets, not the plugin.
 func (s *grpcServer) Describe(ctx context.Context, _ *pluginv1.DescribeRequest) (*pluginv1.DescribeResponse, error) {
+	out := &pluginv1.DescribeResponse{KeepsActiveSets: true}
 	d, ok := s.impl.(Describer)
 	if !ok {
-		return &pluginv1.DescribeResponse{}, nil
+		return out, nil
 	}
 	info, err := d.Describe(ctx)
 	if err != nil {
 		return nil, toStatus(err)
 	}
-	return &pluginv1.DescribeResponse{Name: info.Name, Version: info.Version}, nil
+	out.Name, out.Version = info.Name, info.Version
+	return out, nil
 }
 
 // toStatus keeps a status the plugin chose and maps context errors to their

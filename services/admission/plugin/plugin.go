@@ -35,7 +35,9 @@ type Request struct {
 	// Pod is the pod being admitted.
 	Pod *v1.Pod
 	// ActivePods are the pods already admitted and active on the node, not
-	// including Pod.
+	// including Pod, in no particular order. However they travelled (whole,
+	// or as changes to the set of the previous call: see GRPCClient), this
+	// is the whole set.
 	ActivePods []*v1.Pod
 	// Node is the node object, or nil when the host has none.
 	Node *v1.Node

@@ -1,6 +1,7 @@
 package plugin
 
 import (
+	"context"
 	"testing"
 
 	goplugin "github.com/hashicorp/go-plugin"
@@ -10,7 +11,8 @@ import (
 // client for it, connected through go-plugin's TestPluginGRPCConn: requests
 // are encoded, cross a real gRPC connection and are decoded exactly as with a
 // child process, without building one. Everything is closed at the end of
-// the test.
+// the test. Like a host after a start, it calls Describe, so that the
+// client sends a plugin built on this SDK only changes of the active set.
 func TestClient(t testing.TB, impl AdmissionPlugin) *GRPCClient {
 	t.Helper()
 	client, server := goplugin.TestPluginGRPCConn(t, false, map[string]goplugin.Plugin{
@@ -31,5 +33,8 @@ func TestClient(t testing.TB, impl AdmissionPlugin) *GRPCClient {
 	if !ok {
 		t.Fatalf("dispensed %T, want *plugin.GRPCClient", raw)
 	}
+	// An error here is the implementation's Describe failing, which a
+	// test may want; the client then sends whole sets.
+	_, _ = c.Describe(context.Background())
 	return c
 }

@@ -11,7 +11,6 @@ import (
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/splitlet/splitlet/internal/logctx"
-	pluginv1 "github.com/splitlet/splitlet/proto/splitlet/admission/plugin/v1"
 	"github.com/splitlet/splitlet/services/admission/lifecycle"
 	sdk "github.com/splitlet/splitlet/services/admission/plugin"
 )
@@ -56,7 +55,10 @@ type Options struct {
 // Chain asks the configured plugins, in order, whether a pod may run; the
 // first rejection wins. It is the plugin part of the admission chain.
 //
-// Admit reuses the encoding of an active pod object it has sent before
+// Admit encodes a request once for all plugins; each plugin that keeps
+// active sets (every plugin built on the SDK) is sent only the active pods
+// that changed since its previous call, the others the whole set. It
+// reuses the encoding of an active pod object it has sent before
 // (plugin.Encoder), so a pod changed in place after it was handed to
 // admission must also get a new ResourceVersion; the kubelet's pod manager
 // replaces changed pods with new objects, which needs nothing.
@@ -148,7 +150,7 @@ func (c *Chain) Admit(ctx context.Context, attrs *lifecycle.PodAdmitAttributes) 
 		}
 		req.Node = node
 	}
-	in, err := c.enc.Encode(req)
+	prepared, err := c.enc.Prepare(req)
 	if err != nil {
 		return lifecycle.PodAdmitResult{
 			Reason:  lifecycle.UnexpectedAdmissionError,
@@ -157,7 +159,7 @@ func (c *Chain) Admit(ctx context.Context, attrs *lifecycle.PodAdmitAttributes) 
 	}
 
 	for _, p := range c.plugins {
-		resp, err := p.admit(ctx, in)
+		resp, err := p.admit(ctx, prepared)
 		if err != nil {
 			if p.cfg.FailurePolicy == Ignore {
 				log.Warn("admission plugin failed; admitting the pod (failurePolicy Ignore)",
@@ -183,15 +185,17 @@ func (c *Chain) Admit(ctx context.Context, attrs *lifecycle.PodAdmitAttributes) 
 	return lifecycle.PodAdmitResult{Admit: true}
 }
 
-// admit asks one plugin, within its timeout.
-func (p *hostPlugin) admit(ctx context.Context, in *pluginv1.AdmitRequest) (*sdk.Response, error) {
+// admit asks one plugin, within its timeout. The plugin's client sends the
+// active pods whole or as changes since its previous call, as the plugin
+// declared at its start (sdk.GRPCClient).
+func (p *hostPlugin) admit(ctx context.Context, in *sdk.Prepared) (*sdk.Response, error) {
 	ctx, cancel := context.WithTimeout(ctx, time.Duration(p.cfg.Timeout))
 	defer cancel()
 	inst, err := p.get(ctx)
 	if err != nil {
 		return nil, err
 	}
-	return inst.plugin.AdmitEncoded(ctx, in)
+	return inst.plugin.AdmitPrepared(ctx, in)
 }
 
 // Close stops every plugin process. Admissions after Close fail with each

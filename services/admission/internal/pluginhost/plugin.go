@@ -65,7 +65,8 @@ func (p *hostPlugin) startLocked(ctx context.Context) (*instance, error) {
 	}
 	p.cur = inst
 	p.log.Info("admission plugin started", zap.Int("pid", inst.pid), zap.Int("attempt", p.starts),
-		zap.String("pluginName", inst.info.Name), zap.String("pluginVersion", inst.info.Version))
+		zap.String("pluginName", inst.info.Name), zap.String("pluginVersion", inst.info.Version),
+		zap.Bool("keepsActiveSets", inst.plugin.KeepsActiveSets()))
 	return inst, nil
 }
 

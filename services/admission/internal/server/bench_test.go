@@ -21,20 +21,10 @@ import (
 // BenchmarkAdmit110 measures one Admit over gRPC (h2c, loopback) against 110
 // active pods, the kubelet's default pod limit: decoding, the built-in chain
 // and encoding, without plugins, wired as Run wires it (newAdmission, with
-// its cache of decoded pods). It reports p50 and p99 per call and the CPU
-// time of this process (client and server) per call.
+// its cache of decoded pods). It reports p50 and p99 per call and CPU time
+// per call (benchMeter; -pin runs the service apart, on a CPU of its own).
 func BenchmarkAdmit110(b *testing.B) {
-	node := testfixture.Node()
-	node.Status.Allocatable[v1.ResourcePods] = resource.MustParse("200")
-	node.Status.Allocatable[v1.ResourceCPU] = resource.MustParse("64")
-	node.Status.Allocatable[v1.ResourceMemory] = resource.MustParse("256Gi")
-	a, err := newAdmission(context.Background(), node, nil, nil, Options{Logger: zap.NewNop()})
-	if err != nil {
-		b.Fatal(err)
-	}
-	httpClient, url := startServer(b, a.svc)
-	client := admissionv1connect.NewAdmissionServiceClient(httpClient, url, connect.WithGRPC())
-
+	target := startBenchTarget(b, "")
 	var active [][]byte
 	for i := range 110 {
 		p, err := testfixture.Pod(fmt.Sprintf("p%d", i), "100m", "128Mi").Marshal()
@@ -50,21 +40,60 @@ func BenchmarkAdmit110(b *testing.B) {
 	req := &admissionv1.AdmitRequest{Pod: pod, ActivePods: active}
 	ctx := context.Background()
 
-	durations := make([]time.Duration, 0, b.N)
-	b.ReportAllocs()
-	cpu := processCPU()
+	m := target.meter(b)
 	for b.Loop() {
 		start := time.Now()
-		resp, err := client.Admit(ctx, connect.NewRequest(req))
-		durations = append(durations, time.Since(start))
+		resp, err := target.client.Admit(ctx, connect.NewRequest(req))
+		m.observe(time.Since(start))
 		if err != nil || !resp.Msg.Admit {
 			b.Fatalf("Admit: %v %v", resp, err)
 		}
 	}
+	m.report(b)
+}
+
+// benchMeter collects an Admit benchmark's latencies and CPU time. Run in
+// one process, CPU time is this process's: client, service and the host's
+// side of the plugin hop (cpu-µs/op). With -pin it is split by process:
+// client-, service- and plugin-cpu-µs/op, and their sum total-cpu-µs/op.
+type benchMeter struct {
+	target                 *benchTarget
+	lat                    []time.Duration
+	self, service, plugins time.Duration
+}
+
+func (t *benchTarget) meter(b *testing.B) *benchMeter {
+	m := &benchMeter{target: t, lat: make([]time.Duration, 0, b.N)}
+	b.ReportAllocs()
+	if t.serviceCPU != nil {
+		m.service, m.plugins = t.serviceCPU()
+	}
+	m.self = processCPU()
+	return m
+}
+
+func (m *benchMeter) observe(d time.Duration) { m.lat = append(m.lat, d) }
+
+func (m *benchMeter) calls() int { return len(m.lat) }
+
+func (m *benchMeter) report(b *testing.B) {
 	b.StopTimer()
-	b.ReportMetric(float64((processCPU()-cpu).Microseconds())/float64(len(durations)), "cpu-µs/op")
-	slices.Sort(durations)
-	q := func(f float64) float64 { return float64(durations[int(f*float64(len(durations)-1))].Microseconds()) }
+	n := float64(len(m.lat))
+	perCall := func(d time.Duration) float64 { return float64(d.Microseconds()) / n }
+	self := processCPU() - m.self
+	if m.target.serviceCPU == nil {
+		b.ReportMetric(perCall(self), "cpu-µs/op")
+	} else {
+		service, plugins := m.target.serviceCPU()
+		service -= m.service
+		plugins -= m.plugins
+		b.ReportMetric(perCall(self), "client-cpu-µs/op")
+		b.ReportMetric(perCall(service), "service-cpu-µs/op")
+		b.ReportMetric(perCall(plugins), "plugin-cpu-µs/op")
+		b.ReportMetric(perCall(self+service+plugins), "total-cpu-µs/op")
+	}
+	slices.Sort(m.lat)
+	q := func(f float64) float64 { return float64(m.lat[int(f*float64(len(m.lat)-1))].Microseconds()) }
 	b.ReportMetric(q(0.5), "p50-µs")
 	b.ReportMetric(q(0.99), "p99-µs")
 }

@@ -23,17 +23,26 @@ const (
 
 // AdmitRequest carries Kubernetes objects in their Kubernetes protobuf
 // encoding (k8s.io/api core/v1 Marshal, without the "k8s\x00" envelope):
-// lossless for every field, and several times faster than JSON, which matters
-// when the active pods of a full node (110 by default) travel on every call.
+// lossless for every field, and several times faster than JSON.
+//
+// The active pods of a full node (110 by default) are over 100 KiB and
+// change rarely, so a host sends them in full only to a plugin that has not
+// declared DescribeResponse.keeps_active_sets. To one that has, it sends
+// active_set: the whole set once, then only what changed (see ActiveSet).
 type AdmitRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The pod being admitted: a core/v1 Pod.
 	Pod []byte `protobuf:"bytes,1,opt,name=pod,proto3" json:"pod,omitempty"`
 	// The pods already admitted and active on the node, not including pod:
-	// each a core/v1 Pod.
+	// each a core/v1 Pod. Without active_set, or with active_set.base_generation
+	// 0, this is the whole active set; with a base generation it is empty.
 	ActivePods [][]byte `protobuf:"bytes,2,rep,name=active_pods,json=activePods,proto3" json:"active_pods,omitempty"`
 	// The node: a core/v1 Node. Empty when the host has no node object.
-	Node          []byte `protobuf:"bytes,3,opt,name=node,proto3" json:"node,omitempty"`
+	Node []byte `protobuf:"bytes,3,opt,name=node,proto3" json:"node,omitempty"`
+	// Names the active set for a plugin that keeps active sets. Unset, the
+	// plugin keeps nothing and active_pods is the whole set (what every host
+	// sends to a plugin that has not declared keeps_active_sets).
+	ActiveSet     *ActiveSet `protobuf:"bytes,4,opt,name=active_set,json=activeSet,proto3" json:"active_set,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -89,6 +98,165 @@ func (x *AdmitRequest) GetNode() []byte {
 	return nil
 }
 
+func (x *AdmitRequest) GetActiveSet() *ActiveSet {
+	if x != nil {
+		return x.ActiveSet
+	}
+	return nil
+}
+
+// ActiveSet lets a plugin keep the active pods between calls, so that the
+// host sends only changes. The host numbers the sets it sends one plugin
+// process: within a session, a generation always names the same set of pods.
+//
+// With base_generation 0, AdmitRequest.active_pods is the whole set, which
+// the plugin keeps as generation. Otherwise the set is the plugin's copy of
+// base_generation with changed_pods put in (replacing the pod of the same
+// metadata.uid, or added) and the pods of removed_uids taken out; generation
+// equal to base_generation means nothing changed. A plugin that does not hold
+// base_generation of session (it restarted, or forgot an old generation)
+// answers FAILED_PRECONDITION with an ActiveSetUnknown detail, and the host
+// sends the whole set again.
+type ActiveSet struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The host's session with this plugin process, chosen at random by the
+	// host. A plugin holds the sets of one session; a whole set of another
+	// session replaces them.
+	Session string `protobuf:"bytes,1,opt,name=session,proto3" json:"session,omitempty"`
+	// The generation the request's active pods are, from 1.
+	Generation uint64 `protobuf:"varint,2,opt,name=generation,proto3" json:"generation,omitempty"`
+	// The generation the changes apply to; 0 when active_pods is the whole set
+	// (and changed_pods and removed_uids are empty).
+	BaseGeneration uint64 `protobuf:"varint,3,opt,name=base_generation,json=baseGeneration,proto3" json:"base_generation,omitempty"`
+	// Pods added or changed since base_generation: each a core/v1 Pod,
+	// matched to the base's pods by metadata.uid.
+	ChangedPods [][]byte `protobuf:"bytes,4,rep,name=changed_pods,json=changedPods,proto3" json:"changed_pods,omitempty"`
+	// The metadata.uid of each pod removed since base_generation.
+	RemovedUids   []string `protobuf:"bytes,5,rep,name=removed_uids,json=removedUids,proto3" json:"removed_uids,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ActiveSet) Reset() {
+	*x = ActiveSet{}
+	mi := &file_splitlet_admission_plugin_v1_plugin_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ActiveSet) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ActiveSet) ProtoMessage() {}
+
+func (x *ActiveSet) ProtoReflect() protoreflect.Message {
+	mi := &file_splitlet_admission_plugin_v1_plugin_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ActiveSet.ProtoReflect.Descriptor instead.
+func (*ActiveSet) Descriptor() ([]byte, []int) {
+	return file_splitlet_admission_plugin_v1_plugin_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *ActiveSet) GetSession() string {
+	if x != nil {
+		return x.Session
+	}
+	return ""
+}
+
+func (x *ActiveSet) GetGeneration() uint64 {
+	if x != nil {
+		return x.Generation
+	}
+	return 0
+}
+
+func (x *ActiveSet) GetBaseGeneration() uint64 {
+	if x != nil {
+		return x.BaseGeneration
+	}
+	return 0
+}
+
+func (x *ActiveSet) GetChangedPods() [][]byte {
+	if x != nil {
+		return x.ChangedPods
+	}
+	return nil
+}
+
+func (x *ActiveSet) GetRemovedUids() []string {
+	if x != nil {
+		return x.RemovedUids
+	}
+	return nil
+}
+
+// ActiveSetUnknown is the detail of the FAILED_PRECONDITION error a plugin
+// answers to an AdmitRequest whose active_set refers to a base generation it
+// does not hold.
+type ActiveSetUnknown struct {
+	state          protoimpl.MessageState `protogen:"open.v1"`
+	Session        string                 `protobuf:"bytes,1,opt,name=session,proto3" json:"session,omitempty"`
+	BaseGeneration uint64                 `protobuf:"varint,2,opt,name=base_generation,json=baseGeneration,proto3" json:"base_generation,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *ActiveSetUnknown) Reset() {
+	*x = ActiveSetUnknown{}
+	mi := &file_splitlet_admission_plugin_v1_plugin_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ActiveSetUnknown) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ActiveSetUnknown) ProtoMessage() {}
+
+func (x *ActiveSetUnknown) ProtoReflect() protoreflect.Message {
+	mi := &file_splitlet_admission_plugin_v1_plugin_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ActiveSetUnknown.ProtoReflect.Descriptor instead.
+func (*ActiveSetUnknown) Descriptor() ([]byte, []int) {
+	return file_splitlet_admission_plugin_v1_plugin_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *ActiveSetUnknown) GetSession() string {
+	if x != nil {
+		return x.Session
+	}
+	return ""
+}
+
+func (x *ActiveSetUnknown) GetBaseGeneration() uint64 {
+	if x != nil {
+		return x.BaseGeneration
+	}
+	return 0
+}
+
 // AdmitResponse is a plugin's decision.
 type AdmitResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -105,7 +273,7 @@ type AdmitResponse struct {
 
 func (x *AdmitResponse) Reset() {
 	*x = AdmitResponse{}
-	mi := &file_splitlet_admission_plugin_v1_plugin_proto_msgTypes[1]
+	mi := &file_splitlet_admission_plugin_v1_plugin_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -117,7 +285,7 @@ func (x *AdmitResponse) String() string {
 func (*AdmitResponse) ProtoMessage() {}
 
 func (x *AdmitResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_splitlet_admission_plugin_v1_plugin_proto_msgTypes[1]
+	mi := &file_splitlet_admission_plugin_v1_plugin_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -130,7 +298,7 @@ func (x *AdmitResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AdmitResponse.ProtoReflect.Descriptor instead.
 func (*AdmitResponse) Descriptor() ([]byte, []int) {
-	return file_splitlet_admission_plugin_v1_plugin_proto_rawDescGZIP(), []int{1}
+	return file_splitlet_admission_plugin_v1_plugin_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *AdmitResponse) GetAdmit() bool {
@@ -162,7 +330,7 @@ type DescribeRequest struct {
 
 func (x *DescribeRequest) Reset() {
 	*x = DescribeRequest{}
-	mi := &file_splitlet_admission_plugin_v1_plugin_proto_msgTypes[2]
+	mi := &file_splitlet_admission_plugin_v1_plugin_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -174,7 +342,7 @@ func (x *DescribeRequest) String() string {
 func (*DescribeRequest) ProtoMessage() {}
 
 func (x *DescribeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_splitlet_admission_plugin_v1_plugin_proto_msgTypes[2]
+	mi := &file_splitlet_admission_plugin_v1_plugin_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -187,7 +355,7 @@ func (x *DescribeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DescribeRequest.ProtoReflect.Descriptor instead.
 func (*DescribeRequest) Descriptor() ([]byte, []int) {
-	return file_splitlet_admission_plugin_v1_plugin_proto_rawDescGZIP(), []int{2}
+	return file_splitlet_admission_plugin_v1_plugin_proto_rawDescGZIP(), []int{4}
 }
 
 type DescribeResponse struct {
@@ -195,14 +363,18 @@ type DescribeResponse struct {
 	// The plugin's name, e.g. image-allowlist.
 	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
 	// The plugin's version, free-form (semantic versioning recommended).
-	Version       string `protobuf:"bytes,2,opt,name=version,proto3" json:"version,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Version string `protobuf:"bytes,2,opt,name=version,proto3" json:"version,omitempty"`
+	// True when the plugin keeps active sets between calls and understands
+	// AdmitRequest.active_set; the host then sends only changes of the active
+	// pods. Plugins that do not set it get the whole set on every call.
+	KeepsActiveSets bool `protobuf:"varint,3,opt,name=keeps_active_sets,json=keepsActiveSets,proto3" json:"keeps_active_sets,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *DescribeResponse) Reset() {
 	*x = DescribeResponse{}
-	mi := &file_splitlet_admission_plugin_v1_plugin_proto_msgTypes[3]
+	mi := &file_splitlet_admission_plugin_v1_plugin_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -214,7 +386,7 @@ func (x *DescribeResponse) String() string {
 func (*DescribeResponse) ProtoMessage() {}
 
 func (x *DescribeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_splitlet_admission_plugin_v1_plugin_proto_msgTypes[3]
+	mi := &file_splitlet_admission_plugin_v1_plugin_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -227,7 +399,7 @@ func (x *DescribeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DescribeResponse.ProtoReflect.Descriptor instead.
 func (*DescribeResponse) Descriptor() ([]byte, []int) {
-	return file_splitlet_admission_plugin_v1_plugin_proto_rawDescGZIP(), []int{3}
+	return file_splitlet_admission_plugin_v1_plugin_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *DescribeResponse) GetName() string {
@@ -244,24 +416,45 @@ func (x *DescribeResponse) GetVersion() string {
 	return ""
 }
 
+func (x *DescribeResponse) GetKeepsActiveSets() bool {
+	if x != nil {
+		return x.KeepsActiveSets
+	}
+	return false
+}
+
 var File_splitlet_admission_plugin_v1_plugin_proto protoreflect.FileDescriptor
 
 const file_splitlet_admission_plugin_v1_plugin_proto_rawDesc = "" +
 	"\n" +
-	")splitlet/admission/plugin/v1/plugin.proto\x12\x1csplitlet.admission.plugin.v1\"U\n" +
+	")splitlet/admission/plugin/v1/plugin.proto\x12\x1csplitlet.admission.plugin.v1\"\x9d\x01\n" +
 	"\fAdmitRequest\x12\x10\n" +
 	"\x03pod\x18\x01 \x01(\fR\x03pod\x12\x1f\n" +
 	"\vactive_pods\x18\x02 \x03(\fR\n" +
 	"activePods\x12\x12\n" +
-	"\x04node\x18\x03 \x01(\fR\x04node\"W\n" +
+	"\x04node\x18\x03 \x01(\fR\x04node\x12F\n" +
+	"\n" +
+	"active_set\x18\x04 \x01(\v2'.splitlet.admission.plugin.v1.ActiveSetR\tactiveSet\"\xb4\x01\n" +
+	"\tActiveSet\x12\x18\n" +
+	"\asession\x18\x01 \x01(\tR\asession\x12\x1e\n" +
+	"\n" +
+	"generation\x18\x02 \x01(\x04R\n" +
+	"generation\x12'\n" +
+	"\x0fbase_generation\x18\x03 \x01(\x04R\x0ebaseGeneration\x12!\n" +
+	"\fchanged_pods\x18\x04 \x03(\fR\vchangedPods\x12!\n" +
+	"\fremoved_uids\x18\x05 \x03(\tR\vremovedUids\"U\n" +
+	"\x10ActiveSetUnknown\x12\x18\n" +
+	"\asession\x18\x01 \x01(\tR\asession\x12'\n" +
+	"\x0fbase_generation\x18\x02 \x01(\x04R\x0ebaseGeneration\"W\n" +
 	"\rAdmitResponse\x12\x14\n" +
 	"\x05admit\x18\x01 \x01(\bR\x05admit\x12\x16\n" +
 	"\x06reason\x18\x02 \x01(\tR\x06reason\x12\x18\n" +
 	"\amessage\x18\x03 \x01(\tR\amessage\"\x11\n" +
-	"\x0fDescribeRequest\"@\n" +
+	"\x0fDescribeRequest\"l\n" +
 	"\x10DescribeResponse\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x18\n" +
-	"\aversion\x18\x02 \x01(\tR\aversion2\xe5\x01\n" +
+	"\aversion\x18\x02 \x01(\tR\aversion\x12*\n" +
+	"\x11keeps_active_sets\x18\x03 \x01(\bR\x0fkeepsActiveSets2\xe5\x01\n" +
 	"\x16AdmissionPluginService\x12`\n" +
 	"\x05Admit\x12*.splitlet.admission.plugin.v1.AdmitRequest\x1a+.splitlet.admission.plugin.v1.AdmitResponse\x12i\n" +
 	"\bDescribe\x12-.splitlet.admission.plugin.v1.DescribeRequest\x1a..splitlet.admission.plugin.v1.DescribeResponseB\x8c\x02\n" +
@@ -279,23 +472,26 @@ func file_splitlet_admission_plugin_v1_plugin_proto_rawDescGZIP() []byte {
 	return file_splitlet_admission_plugin_v1_plugin_proto_rawDescData
 }
 
-var file_splitlet_admission_plugin_v1_plugin_proto_msgTypes = make([]protoimpl.MessageInfo, 4)
+var file_splitlet_admission_plugin_v1_plugin_proto_msgTypes = make([]protoimpl.MessageInfo, 6)
 var file_splitlet_admission_plugin_v1_plugin_proto_goTypes = []any{
 	(*AdmitRequest)(nil),     // 0: splitlet.admission.plugin.v1.AdmitRequest
-	(*AdmitResponse)(nil),    // 1: splitlet.admission.plugin.v1.AdmitResponse
-	(*DescribeRequest)(nil),  // 2: splitlet.admission.plugin.v1.DescribeRequest
-	(*DescribeResponse)(nil), // 3: splitlet.admission.plugin.v1.DescribeResponse
+	(*ActiveSet)(nil),        // 1: splitlet.admission.plugin.v1.ActiveSet
+	(*ActiveSetUnknown)(nil), // 2: splitlet.admission.plugin.v1.ActiveSetUnknown
+	(*AdmitResponse)(nil),    // 3: splitlet.admission.plugin.v1.AdmitResponse
+	(*DescribeRequest)(nil),  // 4: splitlet.admission.plugin.v1.DescribeRequest
+	(*DescribeResponse)(nil), // 5: splitlet.admission.plugin.v1.DescribeResponse
 }
 var file_splitlet_admission_plugin_v1_plugin_proto_depIdxs = []int32{
-	0, // 0: splitlet.admission.plugin.v1.AdmissionPluginService.Admit:input_type -> splitlet.admission.plugin.v1.AdmitRequest
-	2, // 1: splitlet.admission.plugin.v1.AdmissionPluginService.Describe:input_type -> splitlet.admission.plugin.v1.DescribeRequest
-	1, // 2: splitlet.admission.plugin.v1.AdmissionPluginService.Admit:output_type -> splitlet.admission.plugin.v1.AdmitResponse
-	3, // 3: splitlet.admission.plugin.v1.AdmissionPluginService.Describe:output_type -> splitlet.admission.plugin.v1.DescribeResponse
-	2, // [2:4] is the sub-list for method output_type
-	0, // [0:2] is the sub-list for method input_type
-	0, // [0:0] is the sub-list for extension type_name
-	0, // [0:0] is the sub-list for extension extendee
-	0, // [0:0] is the sub-list for field type_name
+	1, // 0: splitlet.admission.plugin.v1.AdmitRequest.active_set:type_name -> splitlet.admission.plugin.v1.ActiveSet
+	0, // 1: splitlet.admission.plugin.v1.AdmissionPluginService.Admit:input_type -> splitlet.admission.plugin.v1.AdmitRequest
+	4, // 2: splitlet.admission.plugin.v1.AdmissionPluginService.Describe:input_type -> splitlet.admission.plugin.v1.DescribeRequest
+	3, // 3: splitlet.admission.plugin.v1.AdmissionPluginService.Admit:output_type -> splitlet.admission.plugin.v1.AdmitResponse
+	5, // 4: splitlet.admission.plugin.v1.AdmissionPluginService.Describe:output_type -> splitlet.admission.plugin.v1.DescribeResponse
+	3, // [3:5] is the sub-list for method output_type
+	1, // [1:3] is the sub-list for method input_type
+	1, // [1:1] is the sub-list for extension type_name
+	1, // [1:1] is the sub-list for extension extendee
+	0, // [0:1] is the sub-list for field type_name
 }
 
 func init() { file_splitlet_admission_plugin_v1_plugin_proto_init() }
@@ -309,7 +505,7 @@ func file_splitlet_admission_plugin_v1_plugin_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_splitlet_admission_plugin_v1_plugin_proto_rawDesc), len(file_splitlet_admission_plugin_v1_plugin_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   4,
+			NumMessages:   6,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

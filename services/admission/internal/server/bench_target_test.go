@@ -1,0 +1,224 @@
+package server
+
+import (
+	"bufio"
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"runtime/pprof"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"connectrpc.com/connect"
+	"go.uber.org/zap"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/splitlet/splitlet/proto/splitlet/admission/v1/admissionv1connect"
+	"github.com/splitlet/splitlet/services/admission/internal/pluginhost"
+	"github.com/splitlet/splitlet/services/admission/internal/testfixture"
+)
+
+// pin makes the Admit benchmarks run the service (and its plugin children)
+// in a child process pinned to one CPU while the benchmark, the client,
+// pins itself to another, so that neither waits for the other's core:
+//
+//	go test -run xxx -bench BenchmarkAdmit110 -benchtime 2000x ./internal/server/ -args -pin
+//
+// Linux only, on a machine where this process may use at least two CPUs;
+// elsewhere the benchmarks skip and say why. The pinning lasts for the
+// rest of the test binary's run.
+var pin = flag.Bool("pin", false, "run the Admit benchmarks' service in a child process pinned to a CPU of its own")
+
+// envBenchService makes the test binary serve the benchmark's admission
+// service instead of running tests (TestMain): its value is the CPU to
+// pin to, and envBenchService+"_PLUGINS" the plugin configuration file.
+// envBenchService+"_CPUPROFILE", set by whoever runs the benchmark, names
+// a file for the service process's CPU profile (a run's profiles
+// overwrite each other: select one benchmark).
+const envBenchService = "SPLITLET_BENCH_ADMISSION_SERVICE"
+
+func TestMain(m *testing.M) {
+	if cpu := os.Getenv(envBenchService); cpu != "" {
+		os.Exit(serveBenchService(cpu, os.Getenv(envBenchService+"_PLUGINS")))
+	}
+	os.Exit(m.Run())
+}
+
+// benchNode is the node of the Admit benchmarks: room for every pod they
+// send, so that every Admit is admitted.
+func benchNode() *v1.Node {
+	node := testfixture.Node()
+	node.Status.Allocatable[v1.ResourcePods] = resource.MustParse("200")
+	node.Status.Allocatable[v1.ResourceCPU] = resource.MustParse("64")
+	node.Status.Allocatable[v1.ResourceMemory] = resource.MustParse("256Gi")
+	return node
+}
+
+// benchTarget is the admission service an Admit benchmark calls: wired as
+// Run wires it (newAdmission), in this process or, with -pin, in a pinned
+// child process.
+type benchTarget struct {
+	client admissionv1connect.AdmissionServiceClient
+	// serviceCPU is the CPU time the service's process and its plugin
+	// children have used, when they run apart (-pin); nil otherwise.
+	serviceCPU func() (service, plugins time.Duration)
+}
+
+// startBenchTarget starts the service, with the plugins of the
+// configuration file pluginsFile (none when empty), and stops it at the
+// end of the benchmark.
+func startBenchTarget(b *testing.B, pluginsFile string) *benchTarget {
+	b.Helper()
+	if *pin {
+		return startPinnedBenchTarget(b, pluginsFile)
+	}
+	var cfg *pluginhost.Config
+	if pluginsFile != "" {
+		var err error
+		if cfg, err = pluginhost.LoadConfig(pluginsFile); err != nil {
+			b.Fatal(err)
+		}
+	}
+	a, err := newAdmission(context.Background(), benchNode(), nil, cfg, Options{Logger: zap.NewNop()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(a.close)
+	httpClient, url := startServer(b, a.svc)
+	return &benchTarget{client: admissionv1connect.NewAdmissionServiceClient(httpClient, url, connect.WithGRPC())}
+}
+
+// pinClient pins this process, the benchmark's client, once per run.
+var pinClient = sync.OnceValues(func() (cpus []int, err error) {
+	cpus, err = allowedCPUs()
+	if err != nil {
+		return nil, err
+	}
+	if len(cpus) < 2 {
+		return nil, fmt.Errorf("this process may use %d CPU(s) (%v); pinning needs two", len(cpus), cpus)
+	}
+	return cpus, pinProcess(cpus[0])
+})
+
+func startPinnedBenchTarget(b *testing.B, pluginsFile string) *benchTarget {
+	b.Helper()
+	cpus, err := pinClient()
+	if err != nil {
+		b.Skipf("-pin: cannot pin the benchmark: %v", err)
+	}
+	client, err := threadCPUs(os.Getpid())
+	if err != nil {
+		b.Fatal(err)
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), envBenchService+"="+strconv.Itoa(cpus[1]), envBenchService+"_PLUGINS="+pluginsFile)
+	cmd.Stderr = os.Stderr
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() {
+		// Closing stdin asks the service to stop its plugins and exit.
+		stdin.Close()
+		if err := cmd.Wait(); err != nil {
+			b.Errorf("benchmark service: %v", err)
+		}
+	})
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	if err != nil {
+		b.Fatalf("benchmark service did not report its address: %v", err)
+	}
+	addr := strings.TrimSpace(line)
+	service, err := threadCPUs(cmd.Process.Pid)
+	if err != nil {
+		b.Fatal(err)
+	}
+	// Every thread of the service and its plugins on one CPU, every
+	// thread of this process on the other, or the pinning failed.
+	b.Logf("service pid %d and its plugins run on CPU %s; this process on CPU %s", cmd.Process.Pid, service, client)
+	if service != strconv.Itoa(cpus[1]) || client != strconv.Itoa(cpus[0]) {
+		b.Fatalf("service threads on CPUs %q and client threads on %q, want %d and %d", service, client, cpus[1], cpus[0])
+	}
+
+	var protocols http.Protocols
+	protocols.SetUnencryptedHTTP2(true)
+	httpClient := &http.Client{Transport: &http.Transport{Protocols: &protocols}}
+	b.Cleanup(httpClient.CloseIdleConnections)
+	pid := cmd.Process.Pid
+	return &benchTarget{
+		client: admissionv1connect.NewAdmissionServiceClient(httpClient, "http://"+addr, connect.WithGRPC()),
+		serviceCPU: func() (service, plugins time.Duration) {
+			service, plugins, err := processTreeCPU(pid)
+			if err != nil {
+				b.Fatalf("CPU time of the benchmark service: %v", err)
+			}
+			return service, plugins
+		},
+	}
+}
+
+// serveBenchService is the child process of a pinned benchmark: it pins
+// itself to cpu (the plugins it starts inherit it), serves the admission
+// service on a loopback port it prints on stdout, and exits when stdin is
+// closed.
+func serveBenchService(cpu, pluginsFile string) int {
+	fail := func(err error) int {
+		fmt.Fprintln(os.Stderr, "benchmark service:", err)
+		return 1
+	}
+	n, err := strconv.Atoi(cpu)
+	if err != nil {
+		return fail(err)
+	}
+	if err := pinProcess(n); err != nil {
+		return fail(err)
+	}
+	if path := os.Getenv(envBenchService + "_CPUPROFILE"); path != "" {
+		f, err := os.Create(path)
+		if err != nil {
+			return fail(err)
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return fail(err)
+		}
+		defer pprof.StopCPUProfile()
+	}
+	var cfg *pluginhost.Config
+	if pluginsFile != "" {
+		if cfg, err = pluginhost.LoadConfig(pluginsFile); err != nil {
+			return fail(err)
+		}
+	}
+	a, err := newAdmission(context.Background(), benchNode(), nil, cfg, Options{Logger: zap.NewNop()})
+	if err != nil {
+		return fail(err)
+	}
+	defer a.close()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return fail(err)
+	}
+	srv := newHTTPServer(a.svc.Handler())
+	go srv.Serve(ln) //nolint:errcheck // ends with Close below
+	defer srv.Close()
+	fmt.Println(ln.Addr().String())
+	_, _ = io.Copy(io.Discard, os.Stdin)
+	return 0
+}
