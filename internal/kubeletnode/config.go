@@ -3,6 +3,8 @@ package kubeletnode
 import (
 	"encoding/json"
 	"os"
+
+	"github.com/splitlet/splitlet/internal/stack"
 )
 
 // kubeletConfiguration is the part of the kubelet's
@@ -123,18 +125,9 @@ func newKubeletConfiguration(cfg Config, l layout) kubeletConfiguration {
 		ClusterDomain: cfg.ClusterDomain,
 		ClusterDNS:    cfg.ClusterDNS,
 
-		// The disk is shared with builds and other tests: the default
-		// thresholds (10% nodefs, 15% imagefs) could evict test pods or
-		// taint the node with disk pressure for reasons outside the test.
-		// Every signal is listed so the choice is visible (a signal left
-		// out would be off: mergeDefaultEvictionSettings is false).
-		EvictionHard: map[string]string{
-			"memory.available":   "100Mi",
-			"nodefs.available":   "1%",
-			"nodefs.inodesFree":  "1%",
-			"imagefs.available":  "1%",
-			"imagefs.inodesFree": "1%",
-		},
+		// The same thresholds as splitlet's in tests (a signal left out
+		// would be off: mergeDefaultEvictionSettings is false).
+		EvictionHard: stack.EvictionHard,
 		// 100 turns image garbage collection off: the images are imported
 		// from files (hack/images.sh) and no registry could give a removed
 		// one back.

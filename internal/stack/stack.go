@@ -6,10 +6,12 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -242,6 +244,32 @@ func (s *Stack) startGateway(ctx context.Context) error {
 	return s.launch(ctx, s.Gateway)
 }
 
+// EvictionHard are the hard eviction thresholds of the nodes tests start,
+// splitlet's (admission's default configuration here) and the kubelet's
+// (internal/kubeletnode) alike. The machine's disk is shared with builds
+// and other tests: the kubelet's defaults (10% nodefs, 15% imagefs
+// available) would put the node under disk pressure, and reject or evict
+// test pods, for reasons outside the test. Every signal is listed so the
+// choice is visible.
+var EvictionHard = map[string]string{
+	"memory.available":   "100Mi",
+	"nodefs.available":   "1%",
+	"nodefs.inodesFree":  "1%",
+	"imagefs.available":  "1%",
+	"imagefs.inodesFree": "1%",
+}
+
+// EvictionHardYAML is EvictionHard as the "hard:" line of admission's
+// eviction section, for tests that write their own AdmissionConfig.
+func EvictionHardYAML() string {
+	keys := slices.Sorted(maps.Keys(EvictionHard))
+	fields := make([]string, 0, len(keys))
+	for _, k := range keys {
+		fields = append(fields, fmt.Sprintf("%s: %q", k, EvictionHard[k]))
+	}
+	return "  hard: {" + strings.Join(fields, ", ") + "}\n"
+}
+
 func (s *Stack) startAdmission(ctx context.Context) error {
 	addr, err := resolveAPIAddr(s.cfg.AdmissionAddr)
 	if err != nil {
@@ -250,7 +278,7 @@ func (s *Stack) startAdmission(ctx context.Context) error {
 	s.AdmissionAddr = addr
 	body := s.cfg.AdmissionConfig
 	if body == "" {
-		body = fmt.Sprintf("node:\n  rootDir: %s\neviction:\n  nodeFsRoot: %s\n  imageFsRoot: %s\n", s.StateDir, s.StateDir, s.StateDir)
+		body = fmt.Sprintf("node:\n  rootDir: %s\neviction:\n  nodeFsRoot: %s\n  imageFsRoot: %s\n%s", s.StateDir, s.StateDir, s.StateDir, EvictionHardYAML())
 	}
 	path := filepath.Join(s.cfg.Dir, "admission.yaml")
 	conf := "# Written by the splitlet stack launcher.\ngatewayEndpoint: unix://" + s.GatewaySocket + "\n" + body
@@ -283,6 +311,10 @@ func (s *Stack) startSync(ctx context.Context) error {
 		"--state-dir=" + s.StateDir,
 		"--pod-logs-root=" + s.LogsDir,
 		"--node-name=" + s.cfg.NodeName,
+		// Image garbage collection off, as the kubelet's in
+		// internal/kubeletnode: test images are imported from files, and
+		// a disk filled by other work would have it remove them.
+		"--image-gc-high-threshold=100",
 	}
 	if s.Admission != nil {
 		args = append(args, "--admission-endpoint="+s.AdmissionAddr, "--admission-token-file="+s.TokenFile)

@@ -115,7 +115,7 @@ func startStack(t *testing.T, kubeconfig, node, runtimeEndpoint string, syncArgs
 		// The node allows what a kubelet allows: any host path, and any
 		// capability (kubectl debug's general profile adds SYS_PTRACE).
 		GatewayArgs:     []string{"--allowed-host-path=/", "--allowed-capability=*", "--log-level=warn"},
-		AdmissionConfig: fmt.Sprintf("node:\n  maxPods: %d\n", admissionMaxPods),
+		AdmissionConfig: fmt.Sprintf("node:\n  maxPods: %d\neviction:\n%s", admissionMaxPods, launcher.EvictionHardYAML()),
 		AdmissionArgs:   []string{"--log-level=warn"},
 		SyncArgs: append([]string{
 			"--kubeconfig=" + kubeconfig,
