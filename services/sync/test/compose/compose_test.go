@@ -184,6 +184,19 @@ func podRunsAndGoes(t *testing.T, s *composeStack) {
 	}
 	s.phase("pod Running + logs")
 
+	// Image garbage collection's first pass ran when sync started: it
+	// read the capacity of containerd's image filesystem, which sync sees
+	// through containerd's root mounted read-only (the kubelet's image GC
+	// fails with "invalid capacity 0" when it cannot). It may still fail
+	// for a full disk, as the kubelet's does.
+	syncLogs, err := s.compose(t.Context(), "logs", "--no-color", "splitlet-sync")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(syncLogs, "invalid capacity") {
+		t.Errorf("sync's image garbage collection could not read the image filesystem's capacity:\n%s", syncLogs)
+	}
+
 	// An interactive exec streams from the host through the gateway's
 	// streaming proxy (published on 127.0.0.1) to the compose containerd's
 	// streaming server, which only the gateway's container reaches.
