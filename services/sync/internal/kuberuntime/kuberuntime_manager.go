@@ -221,9 +221,12 @@ func (m *Manager) GetPodStatus(ctx context.Context, uid types.UID, name, namespa
 // sandboxes whose status was just read, and the IDs of sandboxes and
 // containers whose status is to be read.
 type PodObjects struct {
-	Sandboxes    []*runtimeapi.PodSandboxStatus
-	SandboxIDs   []string
-	ContainerIDs []string
+	Sandboxes []*runtimeapi.PodSandboxStatus
+	// SandboxesReadAt is when the reading of Sandboxes began: a status
+	// built from them is only as new as that.
+	SandboxesReadAt time.Time
+	SandboxIDs      []string
+	ContainerIDs    []string
 }
 
 // HasSandbox reports whether o holds a sandbox.

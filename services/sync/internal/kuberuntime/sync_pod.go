@@ -166,6 +166,7 @@ func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod, podStatus *container
 	// alone for a host-network pod).
 	podIPs := podStatus.IPs
 	if !container.IsHostNetworkPod(pod) {
+		sbReadAt := time.Now()
 		sbStatus, err := m.runtime.PodSandboxStatus(ctx, &runtimeapi.PodSandboxStatusRequest{PodSandboxId: sandboxID})
 		if err != nil {
 			return res, fmt.Errorf("status of sandbox %s: %w", sandboxID, err)
@@ -175,7 +176,7 @@ func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod, podStatus *container
 			// Created by this sync: the status just read stays true
 			// while containers are created in it, so the read after the
 			// sync need not repeat it.
-			res.Created = PodObjects{Sandboxes: []*runtimeapi.PodSandboxStatus{sbStatus.GetStatus()}}
+			res.Created = PodObjects{Sandboxes: []*runtimeapi.PodSandboxStatus{sbStatus.GetStatus()}, SandboxesReadAt: sbReadAt}
 		}
 	}
 	// Pulled once, by the first start that gets past its crash-loop

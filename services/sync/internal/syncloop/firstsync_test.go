@@ -138,7 +138,8 @@ func TestStatusAfterCreatingANewPodIsReadWithoutListing(t *testing.T) {
 		{desc: "new pod, created: its objects are read", relisted: true, wantKnown: [][]string{{"sb-p", "c-p"}}},
 		{
 			desc: "new pod, created, its sandbox's status handed back: the containers are read", relisted: true,
-			created:   &kuberuntime.SyncResult{Acted: true, Created: kuberuntime.PodObjects{Sandboxes: []*runtimeapi.PodSandboxStatus{{Id: "sb-p"}}, ContainerIDs: []string{"c-p"}}},
+			created: &kuberuntime.SyncResult{Acted: true, Created: kuberuntime.PodObjects{
+				Sandboxes: []*runtimeapi.PodSandboxStatus{{Id: "sb-p"}}, SandboxesReadAt: time.Now().Add(-time.Second), ContainerIDs: []string{"c-p"}}},
 			wantKnown: [][]string{{"status:sb-p", "c-p"}},
 		},
 		{desc: "started from a real read: full read after", relisted: false, wantReads: 2},
@@ -166,6 +167,13 @@ func TestStatusAfterCreatingANewPodIsReadWithoutListing(t *testing.T) {
 			}
 			if !reflect.DeepEqual(rt.knownReads, tc.wantKnown) || rt.readCount() != tc.wantReads {
 				t.Errorf("reads: by IDs %v, full %d; want %v, %d", rt.knownReads, rt.readCount(), tc.wantKnown, tc.wantReads)
+			}
+			// A status built from a sandbox status read during the sync
+			// is as old as that read.
+			if tc.created != nil && len(tc.created.Created.Sandboxes) > 0 {
+				if _, readAt, _ := k.statuses.cache.Get(uid); !readAt.Equal(tc.created.Created.SandboxesReadAt) {
+					t.Errorf("cached status read at %v, want the sandbox's read at %v", readAt, tc.created.Created.SandboxesReadAt)
+				}
 			}
 			// Either way the published status shows the running container.
 			st, ok := pm.GetPodStatus(uid)

@@ -48,7 +48,8 @@ import (
 //     error, the pod's objects are exactly those it created: their
 //     statuses are read by ID without the two list calls of a full read,
 //     and the sandbox's not at all when SyncPod read it for the pod's IPs
-//     (Runtime.GetPodStatusOf, SyncResult.Created).
+//     (Runtime.GetPodStatusOf, SyncResult.Created); the status then counts
+//     as read when the sandbox's was.
 //   - A pod sync forgets (housekeeping removed it) loses its entry and its
 //     lastSync, and the PLEG is told (Touch) so that a pod re-added with
 //     the same UID reads what the runtime may still hold until a relist
@@ -133,6 +134,10 @@ func (c *statusCache) end(ctx context.Context, pod *v1.Pod, start syncStart, res
 	var err error
 	if start.empty && syncErr == nil && res.Created.HasSandbox() {
 		afterAt = time.Now()
+		if len(res.Created.Sandboxes) > 0 {
+			// The status is as old as its oldest part.
+			afterAt = res.Created.SandboxesReadAt
+		}
 		after, err = c.rt.GetPodStatusOf(ctx, pod.UID, pod.Name, pod.Namespace, res.Created)
 		if err == nil {
 			c.cache.Set(pod.UID, after, afterAt)
