@@ -186,6 +186,11 @@ func manifests(t *testing.T, e env, c *cluster.Cluster) string {
 		"/var/lib/splitlet/sync", state,
 		"/var/log/splitlet-pods", filepath.Join(e.dir, "splitlet-pod-logs"),
 		"https://kubernetes.default.svc", c.Server,
+		// The test nodes' eviction thresholds and no image garbage
+		// collection, as every test node's (launcher.EvictionHard): the
+		// machine's disk is shared with builds and other tests.
+		"    node:\n", "    eviction:\n    "+launcher.EvictionHardYAML()+"    node:\n",
+		"            - --state-dir=/var/lib/splitlet/sync\n", "            - --state-dir="+state+"\n            - --image-gc-high-threshold=100\n",
 	)
 	var docs []string
 	for _, f := range []string{"namespace.yaml", "rbac.yaml", "configmap.yaml", "kubeconfig-configmap.yaml", "daemonset.yaml"} {
