@@ -22,8 +22,8 @@ const checkpointConfigFile = "config.dump"
 // checkpointContainer: the running container is checkpointed to a tar
 // archive at the requested location whose config.dump names it, and keeps
 // running. A runtime that cannot checkpoint skips the step, saying why:
-// containerd 1.x answers Unimplemented, containerd 2.x without CRIU fails
-// with "criu ..." (its checkCriu), both as a kubelet would see them.
+// containerd before 2.0 answers Unimplemented, containerd 2.x without CRIU
+// fails naming criu (its checkCriu), both as a kubelet would see them.
 func (r *run) checkpointContainer(t *testing.T) {
 	loc := filepath.Join(r.env.LogDir, "checkpoint-"+r.suffix+".tar")
 	t.Cleanup(func() { _ = os.Remove(loc) })

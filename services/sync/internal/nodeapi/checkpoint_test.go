@@ -85,7 +85,7 @@ func TestCheckpoint(t *testing.T) {
 	}{
 		{desc: "no credential", path: "/checkpoint/default/web/app", wantCode: http.StatusUnauthorized},
 		{desc: "nodes/proxy is not nodes/checkpoint", path: "/checkpoint/default/web/app", token: "proxy", wantCode: http.StatusForbidden,
-			wantBody: "subresource(s)=[checkpoint]"},
+			wantBody: "verb=create, resource=nodes, subresource(s)=[checkpoint]"},
 		{desc: "unknown pod", path: "/checkpoint/default/missing/app", token: "checkpoint", wantCode: http.StatusNotFound, wantBody: "pod does not exist"},
 		{desc: "container not in the spec", path: "/checkpoint/default/web/other", token: "checkpoint", wantCode: http.StatusNotFound,
 			wantBody: "container other does not exist"},
