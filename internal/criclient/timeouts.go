@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/protobuf/proto"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
@@ -21,6 +22,7 @@ const DefaultRequestTimeout = 2 * time.Minute
 func Timeouts(base time.Duration) grpc.UnaryClientInterceptor {
 	return func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
 		if base > 0 {
+			req = raiseCheckpointTimeout(req, base)
 			if d, ok := CallTimeout(req, base); ok {
 				var cancel context.CancelFunc
 				ctx, cancel = context.WithTimeout(ctx, d)
@@ -43,8 +45,8 @@ func Timeouts(base time.Duration) grpc.UnaryClientInterceptor {
 //     (no timeout), as remoteRuntimeService.ExecSync does.
 //   - PullImage may take as long as the registry needs: no deadline, as
 //     remoteImageService.PullImage uses a plain cancellable context.
-//   - CheckpointContainer uses its own timeout when set, as
-//     remoteRuntimeService.CheckpointContainer does.
+//   - CheckpointContainer gets its own timeout when that is longer than d,
+//     else d, as remoteRuntimeService.CheckpointContainer does.
 func CallTimeout(req any, d time.Duration) (time.Duration, bool) {
 	switch r := req.(type) {
 	case *runtimeapi.RunPodSandboxRequest:
@@ -59,9 +61,26 @@ func CallTimeout(req any, d time.Duration) (time.Duration, bool) {
 	case *runtimeapi.PullImageRequest:
 		return 0, false
 	case *runtimeapi.CheckpointContainerRequest:
-		if r.GetTimeout() > 0 {
-			return time.Duration(r.GetTimeout()) * time.Second, true
+		if t := time.Duration(r.GetTimeout()) * time.Second; t > d {
+			return t, true
 		}
 	}
 	return d, true
+}
+
+// raiseCheckpointTimeout returns a CheckpointContainer request whose
+// timeout (what the runtime gives CRIU) is at least the request timeout
+// base, as remoteRuntimeService.CheckpointContainer raises a shorter one;
+// the caller's request is left as it is. Other requests are returned as
+// they are.
+func raiseCheckpointTimeout(req any, base time.Duration) any {
+	r, ok := req.(*runtimeapi.CheckpointContainerRequest)
+	if !ok {
+		return req
+	}
+	if secs := int64(base / time.Second); r.GetTimeout() < secs {
+		r = proto.CloneOf(r)
+		r.Timeout = secs
+	}
+	return r
 }

@@ -23,7 +23,8 @@ func TestTimeouts(t *testing.T) {
 		{desc: "ExecSync adds the command's timeout", base: base, req: &runtimeapi.ExecSyncRequest{Timeout: 5}, want: base + 5*time.Second},
 		{desc: "ExecSync without a timeout has none", base: base, req: &runtimeapi.ExecSyncRequest{}},
 		{desc: "PullImage has none", base: base, req: &runtimeapi.PullImageRequest{}},
-		{desc: "CheckpointContainer uses its own timeout", base: base, req: &runtimeapi.CheckpointContainerRequest{Timeout: 3}, want: 3 * time.Second},
+		{desc: "CheckpointContainer uses its own timeout when longer", base: base, req: &runtimeapi.CheckpointContainerRequest{Timeout: 30}, want: 30 * time.Second},
+		{desc: "CheckpointContainer with a shorter one gets the request timeout", base: base, req: &runtimeapi.CheckpointContainerRequest{Timeout: 3}, want: base},
 		{desc: "CheckpointContainer without one gets the request timeout", base: base, req: &runtimeapi.CheckpointContainerRequest{}, want: base},
 		{desc: "a zero base disables the bound", base: 0, req: &runtimeapi.ListContainersRequest{}},
 	}
@@ -67,5 +68,39 @@ func TestTimeoutsKeepEarlierDeadline(t *testing.T) {
 	}
 	if err := Timeouts(time.Minute)(ctx, "/m", &runtimeapi.ListContainersRequest{}, nil, nil, invoker); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// The runtime is asked to take at least the request timeout over a
+// checkpoint, as the kubelet's CRI client asks it; the caller's request is
+// left alone.
+func TestTimeoutsRaiseCheckpointTimeout(t *testing.T) {
+	tests := []struct {
+		desc      string
+		timeout   int64
+		wantInRPC int64
+	}{
+		{desc: "none becomes the request timeout", timeout: 0, wantInRPC: 10},
+		{desc: "a shorter one becomes the request timeout", timeout: 3, wantInRPC: 10},
+		{desc: "a longer one is kept", timeout: 30, wantInRPC: 30},
+	}
+	for _, tc := range tests {
+		t.Run(tc.desc, func(t *testing.T) {
+			req := &runtimeapi.CheckpointContainerRequest{ContainerId: "c", Timeout: tc.timeout}
+			var got *runtimeapi.CheckpointContainerRequest
+			invoker := func(_ context.Context, _ string, r, _ any, _ *grpc.ClientConn, _ ...grpc.CallOption) error {
+				got = r.(*runtimeapi.CheckpointContainerRequest)
+				return nil
+			}
+			if err := Timeouts(10*time.Second)(context.Background(), "/m", req, nil, nil, invoker); err != nil {
+				t.Fatal(err)
+			}
+			if got.GetTimeout() != tc.wantInRPC || got.GetContainerId() != "c" {
+				t.Errorf("the runtime was sent %v, want timeout %d", got, tc.wantInRPC)
+			}
+			if req.GetTimeout() != tc.timeout {
+				t.Errorf("the caller's request was changed to %v", req)
+			}
+		})
 	}
 }

@@ -163,8 +163,8 @@ func TestRuntimeInfoRPCs(t *testing.T) {
 	if err != nil || rc.Linux.CgroupDriver != runtimeapi.CgroupDriver_CGROUPFS {
 		t.Fatalf("RuntimeConfig = %v, %v", rc, err)
 	}
-	if _, err := r.CheckpointContainer(ctx, &runtimeapi.CheckpointContainerRequest{}); !errdefs.IsNotImplemented(err) {
-		t.Fatalf("CheckpointContainer err = %v", err)
+	if _, err := r.CheckpointPod(ctx, &runtimeapi.CheckpointPodRequest{}); !errdefs.IsNotImplemented(err) {
+		t.Fatalf("CheckpointPod err = %v", err)
 	}
 	if _, err := r.Exec(ctx, &runtimeapi.ExecRequest{}); !errdefs.IsInvalidArgument(err) {
 		t.Fatalf("Exec without a command: err = %v", err)

@@ -103,15 +103,7 @@ func (r *Runtime) StreamPodSandboxMetrics(_ *runtimeapi.StreamPodSandboxMetricsR
 	return r.inject(stream.Context(), "StreamPodSandboxMetrics")
 }
 
-// CheckpointContainer is not implemented: there is no process to checkpoint.
-func (r *Runtime) CheckpointContainer(ctx context.Context, _ *runtimeapi.CheckpointContainerRequest) (*runtimeapi.CheckpointContainerResponse, error) {
-	if err := r.inject(ctx, "CheckpointContainer"); err != nil {
-		return nil, err
-	}
-	return nil, fmt.Errorf("fake runtime: CheckpointContainer: %w", errdefs.ErrNotImplemented)
-}
-
-// CheckpointPod is not implemented (see CheckpointContainer).
+// CheckpointPod is not implemented: there is no process to checkpoint.
 func (r *Runtime) CheckpointPod(ctx context.Context, _ *runtimeapi.CheckpointPodRequest) (*runtimeapi.CheckpointPodResponse, error) {
 	if err := r.inject(ctx, "CheckpointPod"); err != nil {
 		return nil, err
@@ -119,7 +111,7 @@ func (r *Runtime) CheckpointPod(ctx context.Context, _ *runtimeapi.CheckpointPod
 	return nil, fmt.Errorf("fake runtime: CheckpointPod: %w", errdefs.ErrNotImplemented)
 }
 
-// RestorePod is not implemented (see CheckpointContainer).
+// RestorePod is not implemented (see CheckpointPod).
 func (r *Runtime) RestorePod(ctx context.Context, _ *runtimeapi.RestorePodRequest) (*runtimeapi.RestorePodResponse, error) {
 	if err := r.inject(ctx, "RestorePod"); err != nil {
 		return nil, err

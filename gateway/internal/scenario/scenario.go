@@ -6,7 +6,8 @@
 // The scenario: Version and Status; the busybox image present (pulled if
 // absent); a host-network pod sandbox run and found READY by status and by
 // filtered lists; a busybox container created, started, its stdout line read
-// back from the CRI log file; two ExecSync calls; then the container stopped
+// back from the CRI log file; two ExecSync calls; a checkpoint archive written
+// (skipped, saying why, on a runtime without CRIU); then the container stopped
 // and removed, the sandbox stopped and removed. Usage from a test:
 //
 //	conn, _ := grpc.NewClient("unix://"+sock, grpc.WithTransportCredentials(insecure.NewCredentials()))
@@ -99,6 +100,7 @@ var steps = []step{
 	{"StartContainer", (*run).startContainer},
 	{"ReadContainerLog", (*run).readContainerLog},
 	{"ExecSync", (*run).execSync},
+	{"CheckpointContainer", (*run).checkpointContainer},
 	{"StopContainer", (*run).stopContainer},
 	{"RemoveContainer", (*run).removeContainer},
 	{"StopPodSandbox", (*run).stopPodSandbox},

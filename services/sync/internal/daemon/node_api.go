@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
 	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -16,6 +18,11 @@ import (
 	"github.com/splitlet/splitlet/services/sync/internal/config"
 	"github.com/splitlet/splitlet/services/sync/internal/nodeapi"
 )
+
+// checkpointsDirName is the directory under --state-dir where /checkpoint
+// has the runtime write its archives (the kubelet's
+// DefaultKubeletCheckpointsDirName under its root directory).
+const checkpointsDirName = "checkpoints"
 
 // nodeAPI is the kubelet's node API as sync serves it: its server, bound to
 // its listener (so the port is known before the Node is registered), and
@@ -83,8 +90,15 @@ func newNodeAPI(ctx context.Context, cfg config.Config, kubeClient kubernetes.In
 	if err != nil {
 		return nil, fmt.Errorf("node API: %w", err)
 	}
+	// The kubelet's <root-dir>/checkpoints, made at start-up as its
+	// setupDataDirs does with ContainerCheckpoint on.
+	checkpointDir := filepath.Join(cfg.StateDir, checkpointsDirName)
+	if err := os.MkdirAll(checkpointDir, 0o700); err != nil {
+		return nil, fmt.Errorf("node API: creating the checkpoint directory: %w", err)
+	}
 	h := nodeapi.New(nodeapi.Options{NodeName: cfg.NodeName, Pods: pods, Runtime: rt, Stats: summary, Metrics: reg,
-		StreamMetrics: nodeapi.NewStreamMetrics(reg), ProbeMetrics: probeReg, Auth: auth, Flags: cfg.Flags})
+		StreamMetrics: nodeapi.NewStreamMetrics(reg), ProbeMetrics: probeReg, Auth: auth, Flags: cfg.Flags,
+		CheckpointDir: checkpointDir})
 	log := logctx.From(ctx).With(zap.String("server", "node-api"))
 	srv := nodeapi.NewHTTPServer(cfg.NodeAPIAddr, withLogger(log, h), tlsConfig)
 	srv.ErrorLog = zap.NewStdLog(log)

@@ -39,6 +39,7 @@ type Runtime interface {
 	Exec(ctx context.Context, in *runtimeapi.ExecRequest, opts ...grpc.CallOption) (*runtimeapi.ExecResponse, error)
 	Attach(ctx context.Context, in *runtimeapi.AttachRequest, opts ...grpc.CallOption) (*runtimeapi.AttachResponse, error)
 	PortForward(ctx context.Context, in *runtimeapi.PortForwardRequest, opts ...grpc.CallOption) (*runtimeapi.PortForwardResponse, error)
+	CheckpointContainer(ctx context.Context, in *runtimeapi.CheckpointContainerRequest, opts ...grpc.CallOption) (*runtimeapi.CheckpointContainerResponse, error)
 }
 
 var _ Runtime = runtimeapi.RuntimeServiceClient(nil)
@@ -59,6 +60,11 @@ type Options struct {
 	// Stats serves /stats/summary and /metrics/resource; nil serves
 	// neither.
 	Stats SummaryProvider
+	// CheckpointDir is where /checkpoint has the runtime write its archives
+	// (the kubelet's <root-dir>/checkpoints, made by the caller); empty
+	// serves no /checkpoint, as a kubelet without the ContainerCheckpoint
+	// gate.
+	CheckpointDir string
 	// Auth authenticates and authorizes every request (BuildAuth).
 	Auth Auth
 	// Flags are sync's flags and their values, served on /flagz; nil
@@ -111,6 +117,9 @@ func New(opts Options) *Server {
 	}
 	handle("POST /run/{podNamespace}/{podID}/{containerName}", http.HandlerFunc(s.getRun))
 	handle("POST /run/{podNamespace}/{podID}/{uid}/{containerName}", http.HandlerFunc(s.getRun))
+	if opts.CheckpointDir != "" {
+		handle("POST "+checkpointPath+"{podNamespace}/{podID}/{containerName}", http.HandlerFunc(s.checkpoint))
+	}
 	handle("GET "+metricsPath, promhttp.HandlerFor(opts.Metrics, promhttp.HandlerOpts{}))
 	if opts.ProbeMetrics != nil {
 		handle("GET "+proberMetricsPath, promhttp.HandlerFor(opts.ProbeMetrics, promhttp.HandlerOpts{}))

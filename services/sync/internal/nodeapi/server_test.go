@@ -95,6 +95,9 @@ type fakeRuntime struct {
 	streams    streaming.Server
 	requests   []proto.Message // Exec, Attach and PortForward requests, in order
 	streamErr  error           // what Exec, Attach and PortForward answer, when set
+	// checkpointErr is what CheckpointContainer answers, when set
+	// (checkpoint_test.go).
+	checkpointErr error
 }
 
 // hasLabels reports whether labels carry every pair of selector.
@@ -240,8 +243,9 @@ var admin = fakeAuth{allowed: map[string][]string{
 	"stats":  {"stats"},
 	"proxy":  {"proxy"},
 	// /flagz is authorized as nodes/configz, as the kubelet's.
-	"configz": {"configz"},
-	"statusz": {"statusz"},
+	"configz":    {"configz"},
+	"checkpoint": {"checkpoint"},
+	"statusz":    {"statusz"},
 }}
 
 func get(t *testing.T, h http.Handler, path, token string) (int, string) {

@@ -225,25 +225,39 @@ func (s *Server) findContainer(w http.ResponseWriter, r *http.Request, params ex
 		http.Error(w, fmt.Sprintf("container %q not found in pod %q", params.containerName, params.podName), http.StatusNotFound)
 		return nil, "", false
 	}
-	resp, err := s.opts.Runtime.ListContainers(r.Context(), &runtimeapi.ListContainersRequest{Filter: &runtimeapi.ContainerFilter{
-		State: &runtimeapi.ContainerStateValue{State: runtimeapi.ContainerState_CONTAINER_RUNNING},
-		LabelSelector: map[string]string{
-			kuberuntime.KubernetesPodUIDLabel:        string(pod.UID),
-			kuberuntime.KubernetesContainerNameLabel: params.containerName,
-		},
-	}})
+	id, err := s.runningContainerID(r.Context(), pod.UID, params.containerName)
 	if err != nil {
-		http.Error(w, fmt.Sprintf("list containers: %v", err), http.StatusInternalServerError)
+		http.Error(w, err.Error(), http.StatusInternalServerError)
 		return nil, "", false
 	}
-	containers := resp.GetContainers()
-	if len(containers) == 0 {
+	if id == "" {
 		http.Error(w, fmt.Sprintf("container not found (%q)", params.containerName), http.StatusNotFound)
 		return nil, "", false
 	}
+	return spec, id, true
+}
+
+// runningContainerID is the ID of the pod's running container of that
+// name, "" when none runs: the kubelet's findContainer, which looks among
+// the runtime's running pods.
+func (s *Server) runningContainerID(ctx context.Context, uid types.UID, name string) (string, error) {
+	resp, err := s.opts.Runtime.ListContainers(ctx, &runtimeapi.ListContainersRequest{Filter: &runtimeapi.ContainerFilter{
+		State: &runtimeapi.ContainerStateValue{State: runtimeapi.ContainerState_CONTAINER_RUNNING},
+		LabelSelector: map[string]string{
+			kuberuntime.KubernetesPodUIDLabel:        string(uid),
+			kuberuntime.KubernetesContainerNameLabel: name,
+		},
+	}})
+	if err != nil {
+		return "", fmt.Errorf("list containers: %w", err)
+	}
+	containers := resp.GetContainers()
+	if len(containers) == 0 {
+		return "", nil
+	}
 	// Newest first, should a restarted container's old instance still run.
 	sort.Slice(containers, func(i, j int) bool { return containers[i].GetCreatedAt() > containers[j].GetCreatedAt() })
-	return spec, containers[0].GetId(), true
+	return containers[0].GetId(), nil
 }
 
 // podSandboxID is the ID of the pod's newest ready sandbox, "" when it has
