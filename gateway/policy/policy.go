@@ -114,6 +114,8 @@ func (p *Policy) Check(req any) error {
 		return p.CheckRunPodSandbox(r)
 	case *runtimeapi.CreateContainerRequest:
 		return p.CheckCreateContainer(r)
+	case *runtimeapi.CheckpointContainerRequest:
+		return p.CheckCheckpointContainer(r)
 	}
 	return nil
 }

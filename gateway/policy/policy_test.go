@@ -68,6 +68,13 @@ func TestCheck(t *testing.T) {
 		wantErr string // substring of the denial; "" = allowed
 	}{
 		{desc: "default allows a plain pod", cfg: DefaultConfig(), req: sandboxReq(false, nil)},
+		{desc: "default allows a checkpoint under sync's directories", cfg: DefaultConfig(),
+			req: &runtimeapi.CheckpointContainerRequest{ContainerId: "c1", Location: DefaultHostPathPrefix + "/sync/checkpoints/checkpoint-web_default-app-2026.tar"}},
+		{desc: "default denies a checkpoint elsewhere", cfg: DefaultConfig(),
+			req:     &runtimeapi.CheckpointContainerRequest{ContainerId: "c1", Location: "/etc/passwd"},
+			wantErr: `policy: checkpoint location "/etc/passwd" is outside the allowed host paths (container "c1")`},
+		{desc: "default denies a relative checkpoint location", cfg: DefaultConfig(),
+			req: &runtimeapi.CheckpointContainerRequest{ContainerId: "c1", Location: "ckpt.tar"}, wantErr: "outside the allowed host paths"},
 		{desc: "default allows a host network pod", cfg: DefaultConfig(), req: sandboxReq(false, nodeNS(true, false, false))},
 		{desc: "zero config denies a host network pod", cfg: Config{}, req: sandboxReq(false, nodeNS(true, false, false)),
 			wantErr: `policy: host network is not allowed (pod "default/web")`},

@@ -9,9 +9,9 @@ import (
 )
 
 // checkPolicy is the policy step of the unary chain (unaryChain): it asks
-// the policy about pod and container creation; a refusal never reaches the
-// runtime. Refusals are logged at info with the rule, since an operator will
-// want to know which workload was turned away.
+// the policy about pod and container creation and checkpoints; a refusal
+// never reaches the runtime. Refusals are logged at info with the rule,
+// since an operator will want to know which workload was turned away.
 func (s *Server) checkPolicy(ctx context.Context, req any) error {
 	if err := s.policy.Check(req); err != nil {
 		logctx.From(ctx).Info("request refused by policy", zap.Error(err))

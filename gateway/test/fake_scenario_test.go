@@ -22,7 +22,9 @@ import (
 // runs against containerd, so the fake's CRI state rules are held to the
 // real runtime's.
 func TestFakeScenario(t *testing.T) {
-	sock := startGateway(t)
+	// The checkpoint archive goes where the gateway's policy allows.
+	checkpoints := t.TempDir()
+	sock := startGateway(t, checkpoints)
 	conn, err := grpc.NewClient("unix://"+sock, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		t.Fatalf("dial gateway: %v", err)
@@ -35,14 +37,16 @@ func TestFakeScenario(t *testing.T) {
 		// The fake starts with no images: the scenario pulls it.
 		BusyboxImage: "docker.io/library/busybox:1.36",
 		// The fake runs in this process and writes the log file here.
-		LogDir:  t.TempDir(),
-		Timeout: 10 * time.Second,
+		LogDir:        t.TempDir(),
+		CheckpointDir: checkpoints,
+		Timeout:       10 * time.Second,
 	})
 }
 
 // startGateway serves a fresh fake runtime on a temporary unix socket until
-// the test ends, and checks the server shut down cleanly.
-func startGateway(t *testing.T) string {
+// the test ends, and checks the server shut down cleanly. The policy is the
+// default one, allowing hostPaths under allowed too.
+func startGateway(t *testing.T, allowed ...string) string {
 	t.Helper()
 	// Not t.TempDir: unix socket paths are limited to 108 bytes and test
 	// names make t.TempDir paths long.
@@ -56,7 +60,9 @@ func startGateway(t *testing.T) string {
 	rt := fake.New(fake.Options{})
 	t.Cleanup(func() { _ = rt.Close() })
 	// The default policy allows host network, which the scenario's pod uses.
-	srv, err := server.New(server.Config{SocketPath: sock, Policy: policy.DefaultConfig()}, rt)
+	pol := policy.DefaultConfig()
+	pol.AllowedHostPathPrefixes = append(pol.AllowedHostPathPrefixes, allowed...)
+	srv, err := server.New(server.Config{SocketPath: sock, Policy: pol}, rt)
 	if err != nil {
 		t.Fatalf("server.New: %v", err)
 	}

@@ -25,7 +25,11 @@ const checkpointConfigFile = "config.dump"
 // containerd before 2.0 answers Unimplemented, containerd 2.x without CRIU
 // fails naming criu (its checkCriu), both as a kubelet would see them.
 func (r *run) checkpointContainer(t *testing.T) {
-	loc := filepath.Join(r.env.LogDir, "checkpoint-"+r.suffix+".tar")
+	dir := r.env.CheckpointDir
+	if dir == "" {
+		dir = r.env.LogDir
+	}
+	loc := filepath.Join(dir, "checkpoint-"+r.suffix+".tar")
 	t.Cleanup(func() { _ = os.Remove(loc) })
 	_, err := r.env.Runtime.CheckpointContainer(r.ctx(t), &runtimeapi.CheckpointContainerRequest{
 		ContainerId: r.containerID, Location: loc, Timeout: 30,

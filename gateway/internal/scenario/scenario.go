@@ -43,6 +43,10 @@ type Env struct {
 	// test process reads the container log from there, so it must be on the
 	// same machine as the runtime and readable by the test.
 	LogDir string
+	// CheckpointDir is where the checkpoint archive is written: through a
+	// gateway, a directory its policy allows (--allowed-host-path); empty
+	// means LogDir.
+	CheckpointDir string
 	// CgroupParent is the sandbox's cgroup parent; optional (the runtime
 	// picks one when empty).
 	CgroupParent string

@@ -28,19 +28,30 @@ func TestContainerdScenario(t *testing.T) {
 	}
 
 	t.Run("through-gateway", func(t *testing.T) {
-		runScenario(t, gateway, image)
+		// The gateway's policy allows checkpoints under
+		// /var/lib/splitlet only (TestMain).
+		if err := os.MkdirAll("/var/lib/splitlet", 0o755); err != nil {
+			t.Fatal(err)
+		}
+		checkpoints, err := os.MkdirTemp("/var/lib/splitlet", "gateway-e2e-")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = os.RemoveAll(checkpoints) })
+		runScenario(t, gateway, image, checkpoints)
 	})
 	t.Run("direct-to-containerd", func(t *testing.T) {
 		endpoint := os.Getenv("SPLITLET_CONTAINERD_ENDPOINT")
 		if endpoint == "" {
 			t.Skip("SPLITLET_CONTAINERD_ENDPOINT not set: no containerd socket to compare against")
 		}
-		runScenario(t, endpoint, image)
+		runScenario(t, endpoint, image, "")
 	})
 }
 
-// runScenario dials a CRI endpoint and runs the shared scenario over it.
-func runScenario(t *testing.T, endpoint, image string) {
+// runScenario dials a CRI endpoint and runs the shared scenario over it;
+// checkpointDir is where checkpoints go ("": the log directory).
+func runScenario(t *testing.T, endpoint, image, checkpointDir string) {
 	conn, err := grpc.NewClient(dialTarget(endpoint), grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		t.Fatalf("dial %s: %v", endpoint, err)
@@ -53,7 +64,8 @@ func runScenario(t *testing.T, endpoint, image string) {
 		BusyboxImage: image,
 		// containerd writes the container log on this machine; the test
 		// reads it back from the same directory.
-		LogDir: t.TempDir(),
+		LogDir:        t.TempDir(),
+		CheckpointDir: checkpointDir,
 	})
 }
 
