@@ -220,6 +220,11 @@ func (p *Proxy) serve(kind Kind, w http.ResponseWriter, r *http.Request) {
 		http.NotFound(w, r)
 		return
 	}
+	if p.ended != nil {
+		// Deferred first so it runs last, after the gauge's decrement:
+		// the stream is counted in full when it is told.
+		defer p.ended()
+	}
 	active := p.metrics.active.WithLabelValues(string(kind))
 	active.Inc()
 	defer active.Dec()
@@ -235,9 +240,6 @@ func (p *Proxy) serve(kind Kind, w http.ResponseWriter, r *http.Request) {
 	}
 	p.metrics.streams.WithLabelValues(string(kind), result).Inc()
 	p.metrics.duration.WithLabelValues(string(kind)).Observe(p.opts.Now().Sub(start).Seconds())
-	if p.ended != nil {
-		p.ended()
-	}
 }
 
 // upstreamError answers a stream the runtime could not be reached for.
