@@ -1,7 +1,6 @@
 package nodeapi
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -54,17 +53,9 @@ func (s *Server) checkpoint(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, fmt.Sprintf("checkpointing of %v/%v/%v failed (%v)", ns, name, containerName, err), http.StatusInternalServerError)
 		return
 	}
-	data, err := json.Marshal(struct {
+	writeJSON(w, r, struct {
 		Items []string `json:"items"`
 	}{Items: []string{req.GetLocation()}})
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusInternalServerError)
-		return
-	}
-	w.Header().Set("Content-Type", "application/json")
-	if _, err := w.Write(data); err != nil {
-		logctx.From(r.Context()).Info("writing the response failed", zap.Error(err))
-	}
 }
 
 // checkpointContainer finds the pod's running container and asks the

@@ -179,7 +179,12 @@ func writePodList(w http.ResponseWriter, r *http.Request, pods []*v1.Pod) {
 	for _, p := range pods {
 		list.Items = append(list.Items, *p)
 	}
-	data, err := json.Marshal(&list)
+	writeJSON(w, r, &list)
+}
+
+// writeJSON answers v in JSON, or 500 when it cannot be encoded.
+func writeJSON(w http.ResponseWriter, r *http.Request, v any) {
+	data, err := json.Marshal(v)
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusInternalServerError)
 		return
