@@ -14,7 +14,8 @@
 # and that one node, then the suite through ginkgo. Nothing listens outside
 # the namespace.
 #
-#   hack/conformance.sh full   NodeConformance minus Serial/Disruptive/Flaky/Slow
+#   hack/conformance.sh full   NodeConformance and sig-node/sig-storage
+#                              Conformance, minus Serial/Disruptive/Flaky/Slow
 #                              and hack/conformance-skips.txt, on both agents;
 #                              prints both figures and the specs that pass on
 #                              the kubelet only
@@ -51,7 +52,10 @@ source "$root/hack/lib/kube.sh"
 # probes, hooks, configMap/secret/downward API volumes) plus the container
 # runtime, emptyDir and managed /etc/hosts specs; NodeConformance only.
 ci_focus='(\[sig-node\] (Pods |InitContainer|Probing container|Container Lifecycle Hook|Downward API |Container Runtime |KubeletManagedEtcHosts)|\[sig-storage\] (ConfigMap|Secrets|Downward API volume|Projected |EmptyDir )).*\[NodeConformance\]'
-full_focus='\[NodeConformance\]'
+# The full focus: NodeConformance, and the [Conformance] specs of sig-node and
+# sig-storage (one node serves them all: the rest of [Conformance] needs
+# several nodes or is about the control plane).
+full_focus='\[NodeConformance\]|\[sig-(node|storage)\] .*\[Conformance\]'
 base_skip='\[Serial\]|\[Disruptive\]|\[Flaky\]|\[Slow\]'
 
 # skip_regex joins hack/conformance-skips.txt's patterns (one per line, #
