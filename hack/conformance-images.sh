@@ -19,13 +19,18 @@
 #                              CMD pause, as its Dockerfile
 #   busybox:1.37.0-1           Debian's static busybox, CMD sh
 #   nonroot:1.5                the same with USER 1234
+#   glibc-dns-testing:2.0.0    the same, CMD sh: the HostnameOverride specs
+#                              run `hostname` and `hostname -f`, which
+#                              busybox answers from the UTS name and
+#                              /etc/hosts (the DNS specs that need its dig
+#                              are sig-network, not in the focus)
 #   registry.k8s.io/pause:3.10.2  splitlet's static pause (hack/images.sh)
 #
 # Not built (their specs are in hack/conformance-skips.txt): nginx, httpd,
 # nonewprivs (a setuid binary), kitten/nautilus, and agnhost's other alpine
 # tools (real curl and bash, dig, iperf).
 #
-#   hack/conformance-images.sh OUTDIR   writes OUTDIR/{pause,busybox,agnhost,nonroot}.tar
+#   hack/conformance-images.sh OUTDIR   writes OUTDIR/{pause,busybox,agnhost,nonroot,glibc-dns-testing}.tar
 set -euo pipefail
 
 if [ $# -ne 1 ]; then
@@ -78,4 +83,5 @@ chmod 0755 "$out/curl" "$out/bash"
   -file "$out/curl:/usr/bin/curl" -file "$out/bash:/bin/bash" -file "$out/agnhost-passwd:/etc/passwd" -file "$out/agnhost-group:/etc/group" -dir /uploads \
   -entrypoint /agnhost -cmd pause -o "$out/agnhost.tar"
 "$mkimage" -ref "$e2e/nonroot:1.5" -busybox "$busybox" -user 1234 -cmd sh -o "$out/nonroot.tar"
-echo "conformance-images.sh: wrote $out/{pause,busybox,agnhost,nonroot}.tar" >&2
+"$mkimage" -ref "$e2e/glibc-dns-testing:2.0.0" -busybox "$busybox" -cmd sh -o "$out/glibc-dns-testing.tar"
+echo "conformance-images.sh: wrote $out/{pause,busybox,agnhost,nonroot,glibc-dns-testing}.tar" >&2

@@ -50,8 +50,9 @@ source "$root/hack/lib/kube.sh"
 
 # The CI subset: the spec families the issue names (pods, init containers,
 # probes, hooks, configMap/secret/downward API volumes) plus the container
-# runtime, emptyDir and managed /etc/hosts specs; NodeConformance only.
-ci_focus='(\[sig-node\] (Pods |InitContainer|Probing container|Container Lifecycle Hook|Downward API |Container Runtime |KubeletManagedEtcHosts)|\[sig-storage\] (ConfigMap|Secrets|Downward API volume|Projected |EmptyDir )).*\[NodeConformance\]'
+# runtime, emptyDir, managed /etc/hosts and hostnameOverride specs;
+# NodeConformance only.
+ci_focus='(\[sig-node\] (Pods |InitContainer|Probing container|Container Lifecycle Hook|Downward API |Container Runtime |KubeletManagedEtcHosts|Override hostname of Pod)|\[sig-storage\] (ConfigMap|Secrets|Downward API volume|Projected |EmptyDir )).*\[NodeConformance\]'
 # The full focus: NodeConformance, and the [Conformance] specs of sig-node and
 # sig-storage (one node serves them all: the rest of [Conformance] needs
 # several nodes or is about the control plane).
@@ -83,7 +84,7 @@ inner() {
     (
       trap containerd_stop EXIT
       CONTAINERD_WITH_CNI=1 containerd_start "$workdir/ctrd-$agent" >/dev/null
-      containerd_import "$workdir"/images/{pause,busybox,agnhost,nonroot}.tar 2>/dev/null
+      containerd_import "$workdir"/images/{pause,busybox,agnhost,nonroot,glibc-dns-testing}.tar 2>/dev/null
       rm -rf "${out:?}/$agent"
       "$root/bin/splitlet-conformance" --node="$agent" --kube-bin="$KUBE_BIN_DIR" --bin="$root/bin" \
         --dir="$out/$agent" --runtime-endpoint="unix://$CONTAINERD_SOCK" \
