@@ -91,3 +91,45 @@ func TestResizeInPlace(t *testing.T) {
 		t.Errorf("after a sync restart: restart counts app %d, restarts %d; want 0 and 1", app.RestartCount, restarts.RestartCount)
 	}
 }
+
+// A resize to values the cgroups cannot tell apart (2m and 1m are both 2
+// shares, 10m and 5m both a 1 ms quota) still completes: the status shows
+// the new allocation and PodResizeInProgress goes away although nothing
+// else in the status changes (the conformance spec "resize with
+// equivalents").
+func TestResizeWithEquivalents(t *testing.T) {
+	s := startStack(t, stackOptions{})
+	manifest := func(req, lim string) string {
+		return `apiVersion: v1
+kind: Pod
+metadata:
+  name: equivalents
+spec:
+  containers:
+  - name: c1
+    image: busybox:1.36
+    resources:
+      requests: {cpu: ` + req + `}
+      limits: {cpu: ` + lim + `}
+`
+	}
+	s.apply(manifest("2m", "10m"))
+	s.waitPod("equivalents", 30*time.Second, "running at 10m", func(p *v1.Pod) bool {
+		return len(p.Status.ContainerStatuses) == 1 && resizedTo(p, "2m", "10m")
+	})
+	s.apply(manifest("1m", "5m"))
+	s.waitPod("equivalents", 30*time.Second, "resized to 1m/5m", func(p *v1.Pod) bool { return resizedTo(p, "1m", "5m") })
+}
+
+// resizedTo says whether the pod's only container reports the cpu request
+// and limit, running, with no resize condition.
+func resizedTo(p *v1.Pod, req, lim string) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == v1.PodResizePending || c.Type == v1.PodResizeInProgress {
+			return false
+		}
+	}
+	cs := p.Status.ContainerStatuses[0]
+	return cs.State.Running != nil && cs.Resources != nil &&
+		cs.Resources.Requests.Cpu().String() == req && cs.Resources.Limits.Cpu().String() == lim
+}
