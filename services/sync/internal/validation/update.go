@@ -40,14 +40,13 @@ var updatablePodSpecFields = []string{
 //   - tolerations may only be added (tolerationSeconds of an existing one
 //     may change);
 //   - terminationGracePeriodSeconds may go from negative to 1;
-//   - any other spec change is Forbidden on `spec`, naming the changed
-//     fields.
-//
 //   - containers' cpu and memory requests and limits may change, as the
 //     resize subresource allows (ValidatePodResize): none may be removed,
 //     no other resource may change, and the QoS class must stay; a static
 //     pod may not be resized. PodService has apply only, so an apply is
-//     also its resize.
+//     also its resize;
+//   - any other spec change is Forbidden on `spec`, naming the changed
+//     fields.
 //
 // Not checked (the node does not act on them): scheduling gates, node
 // affinity of gated pods, ephemeral containers (their own subresource).
