@@ -11,7 +11,12 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/splitlet/splitlet/services/sync/internal/kuberuntime"
 )
+
+// The runtime manager keeps its actuated records here.
+var _ kuberuntime.ActuatedStore = (*Manager)(nil)
 
 func requests(cpu, mem string) v1.ResourceRequirements {
 	return v1.ResourceRequirements{Requests: v1.ResourceList{
