@@ -30,8 +30,9 @@ import (
 	"sync"
 
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/splitlet/splitlet/services/sync/internal/container"
 )
 
 // FitFunc says whether the node can take pod, whose containers' resources
@@ -114,8 +115,10 @@ func updatePodFromAllocation(pod *v1.Pod, alloc map[string]v1.ResourceRequiremen
 	updated := false
 	apply := func(list func(*v1.Pod) []v1.Container) {
 		for i, c := range list(pod) {
+			// Quantities compared as numbers, without reflection: every
+			// admission asks this of every active pod.
 			a, ok := alloc[c.Name]
-			if !ok || equality.Semantic.DeepEqual(c.Resources, a) {
+			if !ok || container.SameResources(&c.Resources, &a) {
 				continue
 			}
 			if !updated {
@@ -156,7 +159,12 @@ func (m *Manager) SetAllocatedResources(pod *v1.Pod) error {
 // AddPod records the allocation of an admitted pod unless it has one
 // already (a sync restart: the recorded allocation stands, and a resize
 // made meanwhile is handled as one). It returns the allocated pod.
-// Matches the allocation half of the kubelet's allocation manager AddPod.
+// Matches the allocation half of the kubelet's allocation manager AddPod,
+// except that an allocation equal to the admitted spec is not written out
+// at once (the next write of the file carries it): the kubelet's fsync
+// per admitted pod would sit on every pod start, and all a crash loses is
+// the allocation of a pod resized while sync was down and never resized
+// before, whose resize is then taken as granted.
 func (m *Manager) AddPod(pod *v1.Pod) (*v1.Pod, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -165,7 +173,7 @@ func (m *Manager) AddPod(pod *v1.Pod) (*v1.Pod, error) {
 		return allocated, nil
 	}
 	m.st.Allocated[pod.UID] = allocationFromPod(pod)
-	return pod, m.saveLocked()
+	return pod, nil
 }
 
 // RemovePod forgets everything about the pod. Matches the kubelet's
