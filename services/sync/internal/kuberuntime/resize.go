@@ -2,6 +2,7 @@ package kuberuntime
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"go.uber.org/zap"
@@ -154,18 +155,49 @@ func computePodResizeAction(pod *v1.Pod, containerIdx int, init bool, status *co
 
 // doPodResizeAction updates the containers of changes.ContainersToUpdate
 // in place: memory first, then CPU, each in the order computePodResizeAction
-// put them (decreases first). It stops at the first failure, leaving the
-// rest to the next sync, which sees what was done in the actuated records.
-// Matches the kubelet's doPodResizeAction, without its pod cgroup steps:
-// sync writes no pod-level cgroup limits (the runtime creates the pod
-// cgroup without any), so there is nothing to raise before the containers
-// or lower after them; and without its check that a memory limit is not
-// lowered below current usage (the runtime refuses such an update).
+// put them (decreases first), after checking that no memory limit goes
+// below what its container uses (validateMemoryResizeAction). It stops at
+// the first failure, leaving the rest to the next sync, which sees what was
+// done in the actuated records. Matches the kubelet's doPodResizeAction,
+// without its pod cgroup steps: sync writes no pod-level cgroup limits (the
+// runtime creates the pod cgroup without any), so there is nothing to
+// raise before the containers or lower after them.
 func (m *Manager) doPodResizeAction(ctx context.Context, pod *v1.Pod, changes PodActions) error {
+	if err := m.validateMemoryResizeAction(ctx, changes); err != nil {
+		return err
+	}
 	for _, name := range []v1.ResourceName{v1.ResourceMemory, v1.ResourceCPU} {
 		if err := m.updatePodContainerResources(ctx, pod, name, changes.ContainersToUpdate[name]); err != nil {
 			return fmt.Errorf("resize pod in place (%s): %w", name, err)
 		}
+	}
+	return nil
+}
+
+// validateMemoryResizeAction refuses a resize that sets or lowers a
+// container's memory limit to no more than the memory the container uses
+// now (CRI ContainerStats usage), which the kernel could only meet by
+// killing it. Matches the kubelet's validateMemoryResizeAction (its
+// container part; the message is the kubelet's).
+func (m *Manager) validateMemoryResizeAction(ctx context.Context, changes PodActions) error {
+	var errs []error
+	for _, info := range changes.ContainersToUpdate[v1.ResourceMemory] {
+		limit := info.Desired.memoryLimit
+		if limit == 0 || (info.Current.memoryLimit != 0 && limit >= info.Current.memoryLimit) {
+			continue // no limit, or not lowered
+		}
+		resp, err := m.runtime.ContainerStats(ctx, &runtimeapi.ContainerStatsRequest{ContainerId: info.ContainerID.ID})
+		usage := resp.GetStats().GetMemory().GetUsageBytes()
+		switch {
+		case err != nil || usage == nil:
+			errs = append(errs, fmt.Errorf("missing container %q memory usage", info.Container.Name))
+		case usage.GetValue() >= uint64(limit):
+			errs = append(errs, fmt.Errorf("attempting to set container %q memory limit (%d) below current usage (%d)",
+				info.Container.Name, limit, usage.GetValue()))
+		}
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("cannot decrease memory limits: %w", errors.Join(errs...))
 	}
 	return nil
 }

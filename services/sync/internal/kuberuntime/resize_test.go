@@ -186,14 +186,67 @@ func TestSyncPodResizesInPlace(t *testing.T) {
 	}
 }
 
-// updateRecorder is a runtime that records UpdateContainerResources; any
-// other call panics (embedded nil interface).
+// updateRecorder is a runtime that records UpdateContainerResources and
+// reports usage as every container's memory use; any other call panics
+// (embedded nil interface).
 type updateRecorder struct {
 	runtimeapi.RuntimeServiceClient
 	updates []*runtimeapi.UpdateContainerResourcesRequest
+	usage   uint64
+}
+
+func (f *updateRecorder) ContainerStats(_ context.Context, req *runtimeapi.ContainerStatsRequest, _ ...grpc.CallOption) (*runtimeapi.ContainerStatsResponse, error) {
+	return &runtimeapi.ContainerStatsResponse{Stats: &runtimeapi.ContainerStats{
+		Attributes: &runtimeapi.ContainerAttributes{Id: req.GetContainerId()},
+		Memory:     &runtimeapi.MemoryUsage{UsageBytes: &runtimeapi.UInt64Value{Value: f.usage}},
+	}}, nil
 }
 
 func (f *updateRecorder) UpdateContainerResources(_ context.Context, req *runtimeapi.UpdateContainerResourcesRequest, _ ...grpc.CallOption) (*runtimeapi.UpdateContainerResourcesResponse, error) {
 	f.updates = append(f.updates, req)
 	return &runtimeapi.UpdateContainerResourcesResponse{}, nil
+}
+
+// TestPodResizeMemoryLimitBelowUsage: a memory limit lowered to no more
+// than the container uses is refused before anything is updated, with the
+// kubelet's message (the e2e spec "decrease memory limit below usage");
+// one above the usage goes through.
+func TestPodResizeMemoryLimitBelowUsage(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		desc    string
+		usage   uint64
+		wantErr string
+	}{
+		{desc: "below usage", usage: 100 << 20,
+			wantErr: `cannot decrease memory limits: attempting to set container "foo1" memory limit (67108864) below current usage (104857600)`},
+		{desc: "above usage", usage: 10 << 20},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			pod := makeTestPod()
+			pod.Spec.Containers = pod.Spec.Containers[:1]
+			pod.Spec.Containers[0].Resources = limits("", "64Mi")
+			ps := makeTestPodStatus(pod)
+			ps.ContainerStatuses[0].Resources = ptr(limits("", "128Mi"))
+			fake := &updateRecorder{usage: tc.usage}
+			dir := t.TempDir()
+			m := NewManager(fake, nil, ManagerOptions{
+				Sandbox:   SandboxOptions{PodLogsRoot: dir},
+				Container: ContainerOptions{PodLogsRoot: dir, MachineMemoryCapacity: 8 << 30},
+			})
+			res, err := m.SyncPod(ctx, pod, ps, nil, false)
+			if tc.wantErr == "" {
+				if err != nil || len(fake.updates) != 1 {
+					t.Fatalf("SyncPod = %v with %d updates, want one update", err, len(fake.updates))
+				}
+				return
+			}
+			if res.ResizeErr == nil || res.ResizeErr.Error() != tc.wantErr || err == nil {
+				t.Fatalf("ResizeErr = %v (err %v), want %q", res.ResizeErr, err, tc.wantErr)
+			}
+			if len(fake.updates) != 0 {
+				t.Errorf("%d updates sent, want none", len(fake.updates))
+			}
+		})
+	}
 }
