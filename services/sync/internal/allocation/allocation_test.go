@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
@@ -202,5 +203,55 @@ func TestCorruptFileStartsEmpty(t *testing.T) {
 	}
 	if _, err := m.AddPod(testPod("1111", requests("1", "1Gi"))); err != nil {
 		t.Errorf("AddPod after a corrupt file: %v", err)
+	}
+}
+
+// TestSortPendingResizes ports the kubelet's TestSortPendingResizes: a
+// resize that does not raise requests first, then priority, then
+// Guaranteed, then the longest deferred.
+func TestSortPendingResizes(t *testing.T) {
+	m, err := New("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	refuse := func(*v1.Pod) (bool, string, string, error) { return false, "OutOfcpu", "no", nil }
+	high := int32(100)
+	var pods []*v1.Pod
+	add := func(uid types.UID, from, to v1.ResourceRequirements, mutate func(*v1.Pod)) {
+		p := testPod(uid, from)
+		if mutate != nil {
+			mutate(p)
+		}
+		if _, err := m.AddPod(p); err != nil {
+			t.Fatal(err)
+		}
+		resized := p.DeepCopy()
+		resized.Spec.Containers[0].Resources = to
+		if _, err := m.HandlePodResourcesResize(resized, refuse); err != nil {
+			t.Fatal(err)
+		}
+		pods = append(pods, resized)
+	}
+	guaranteed := func(cpu, mem string) v1.ResourceRequirements {
+		r := requests(cpu, mem)
+		r.Limits = r.Requests.DeepCopy()
+		return r
+	}
+	// In the order they were deferred.
+	add("burstable-old", requests("1", "1Gi"), requests("2", "1Gi"), nil)
+	add("burstable-new", requests("1", "1Gi"), requests("2", "1Gi"), nil)
+	add("guaranteed", guaranteed("1", "1Gi"), guaranteed("2", "1Gi"), nil)
+	add("high-priority", requests("1", "1Gi"), requests("2", "1Gi"), func(p *v1.Pod) { p.Spec.Priority = &high })
+	add("shrinking", requests("2", "1Gi"), requests("1", "1Gi"), nil)
+
+	slices.Reverse(pods)
+	m.SortPendingResizes(pods)
+	var got []types.UID
+	for _, p := range pods {
+		got = append(got, p.UID)
+	}
+	want := []types.UID{"shrinking", "high-priority", "guaranteed", "burstable-old", "burstable-new"}
+	if !slices.Equal(got, want) {
+		t.Errorf("order = %v, want %v", got, want)
 	}
 }

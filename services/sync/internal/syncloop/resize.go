@@ -75,16 +75,21 @@ func (k *Kubelet) handlePodResourcesResize(ctx context.Context, pod *v1.Pod) {
 	}
 }
 
-// retryPendingResizes asks again for every Deferred resize, and wakes the
-// pod's worker when the answer changed its status. Housekeeping calls it,
+// retryPendingResizes asks again for every Deferred resize, in the
+// kubelet's order (SortPendingResizes), and wakes the pod's worker when the
+// answer changed its status. Housekeeping calls it,
 // so a resize waiting for room is granted within a housekeeping period of
 // another pod going away. Matches the kubelet's RetryPendingResizes.
 func (k *Kubelet) retryPendingResizes(ctx context.Context) {
+	var pods []*v1.Pod
 	for _, uid := range k.alloc.PendingResizes() {
-		pod := k.podManager.GetPodByUID(uid)
-		if pod == nil {
-			continue
+		if pod := k.podManager.GetPodByUID(uid); pod != nil {
+			pods = append(pods, pod)
 		}
+	}
+	k.alloc.SortPendingResizes(pods)
+	for _, pod := range pods {
+		uid := pod.UID
 		before, _ := k.alloc.PodResizePending(uid)
 		k.handlePodResourcesResize(ctx, pod)
 		after, still := k.alloc.PodResizePending(uid)
