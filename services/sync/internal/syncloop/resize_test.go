@@ -2,10 +2,13 @@ package syncloop
 
 import (
 	"context"
+	"slices"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/splitlet/splitlet/services/sync/internal/events"
 )
 
 func withCPU(pod *v1.Pod, q string) *v1.Pod {
@@ -23,6 +26,8 @@ func withCPU(pod *v1.Pod, q string) *v1.Pod {
 // and RetryPendingResizes).
 func TestResizeDeferredThenGranted(t *testing.T) {
 	h := newAdmitHarness(t, FailurePolicyFail)
+	rec := &events.FakeRecorder{}
+	h.k.opts.Recorder = recorderWithForget{rec}
 	ctx := context.Background()
 	pod := withCPU(testPod("web", 1), "100m")
 	h.k.HandlePodAdditions(ctx, []*v1.Pod{pod})
@@ -56,4 +61,11 @@ func TestResizeDeferredThenGranted(t *testing.T) {
 		s, ok := h.pm.GetPodStatus(pod.UID)
 		return ok && condition(s, v1.PodResizePending) == nil
 	})
+	want := []string{
+		"Warning ResizeDeferred Pod resize Deferred: Node didn't have enough resource: cpu",
+		"Normal ResizeStarted Pod resize started: generation 2",
+	}
+	if got := rec.Events(); !slices.Equal(got, want) {
+		t.Errorf("events = %q, want %q", got, want)
+	}
 }

@@ -105,6 +105,11 @@ func (k *Kubelet) publishStatus(ctx context.Context, pod *v1.Pod, podStatus *con
 		}
 		return *in.OldStatus
 	}
+	if !terminal && in.OldStatus != nil && hasTrueCondition(in.OldStatus, v1.PodResizeInProgress) &&
+		!hasTrueCondition(&apiStatus, v1.PodResizeInProgress) {
+		// The kubelet's SyncPod on clearing PodResizeInProgress.
+		k.opts.Recorder.Eventf(pod, v1.EventTypeNormal, events.ResizeCompleted, "Pod resize completed: generation %d", pod.Generation)
+	}
 	// A status generated from one kept or given by the source is recorded
 	// even when equal to it: the pod manager has none of this run yet.
 	if !generated || status.NeedsUpdate(in.OldStatus, &apiStatus) {
