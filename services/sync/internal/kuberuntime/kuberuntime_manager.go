@@ -60,7 +60,8 @@ type ManagerOptions struct {
 	// Killing, BackOff, ...); nil records nothing.
 	Recorder events.EventRecorder
 	// Actuated records what in-place resizes set on container instances
-	// (*allocation.Manager); nil keeps the records in memory only.
+	// (*allocation.Manager, which forgets removed pods); nil keeps the
+	// records in memory and never forgets them, which suits tests only.
 	Actuated ActuatedStore
 }
 
