@@ -63,6 +63,8 @@ func (k *Kubelet) HandlePodCleanups(ctx context.Context) {
 			k.cgroupsLeft[uid] = 0
 		}
 		k.runtime.ForgetPod(uid)
+		// Its resources are free: deferred resizes may fit now.
+		k.resizeRetryDue = true
 		log.Info("pod removed", zap.String("podUID", string(uid)))
 	}
 

@@ -230,6 +230,12 @@ type Kubelet struct {
 	admitRetryDelay time.Duration
 	// resizeErrs holds why a pod's last in-place resize failed.
 	resizeErrs map[types.UID]string
+	// resizeRetryDue says deferred resizes should be asked again at the
+	// next housekeeping pass (a pod went away, or a resize was granted);
+	// resizeRetryAt is when they are asked again anyway. Only the sync
+	// loop goroutine touches them.
+	resizeRetryDue bool
+	resizeRetryAt  time.Time
 
 	// alloc holds the pods' allocations (Options.Allocation).
 	alloc *allocation.Manager

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"go.uber.org/zap"
 	v1 "k8s.io/api/core/v1"
@@ -59,6 +60,8 @@ func (k *Kubelet) handlePodResourcesResize(ctx context.Context, pod *v1.Pod) {
 		log.Error("cannot record the resized allocation", zap.Error(err))
 	}
 	if allocated {
+		// A resize that shrinks the pod leaves room for deferred ones.
+		k.resizeRetryDue = true
 		log.Info("pod resize allocated", zap.Int64("generation", pod.Generation))
 		k.opts.Recorder.Eventf(pod, v1.EventTypeNormal, events.ResizeStarted, "Pod resize started: generation %d", pod.Generation)
 		k.clearResizeError(pod.UID)
@@ -75,12 +78,25 @@ func (k *Kubelet) handlePodResourcesResize(ctx context.Context, pod *v1.Pod) {
 	}
 }
 
+// resizeRetryPeriod is how often deferred resizes are asked again when
+// nothing made room for them: the kubelet's retryDelay. Each retry is an
+// Admit call per deferred pod on the sync loop, so not every housekeeping
+// pass.
+const resizeRetryPeriod = 3 * time.Minute
+
 // retryPendingResizes asks again for every Deferred resize, in the
 // kubelet's order (SortPendingResizes), and wakes the pod's worker when the
-// answer changed its status. Housekeeping calls it,
-// so a resize waiting for room is granted within a housekeeping period of
-// another pod going away. Matches the kubelet's RetryPendingResizes.
+// answer changed its status. Housekeeping calls it: it acts when a pod went
+// away or a resize was granted since (resizeRetryDue), so a resize waiting
+// for room gets it within a housekeeping period, and otherwise every
+// resizeRetryPeriod. Matches the kubelet's RetryPendingResizes and its
+// triggers.
 func (k *Kubelet) retryPendingResizes(ctx context.Context) {
+	now := time.Now()
+	if !k.resizeRetryDue && now.Before(k.resizeRetryAt) {
+		return
+	}
+	k.resizeRetryDue, k.resizeRetryAt = false, now.Add(resizeRetryPeriod)
 	var pods []*v1.Pod
 	for _, uid := range k.alloc.PendingResizes() {
 		if pod := k.podManager.GetPodByUID(uid); pod != nil {

@@ -52,7 +52,20 @@ func TestResizeDeferredThenGranted(t *testing.T) {
 			c.ObservedGeneration == resized.Generation
 	})
 
+	// Asked again at the first housekeeping pass, then not before the
+	// retry period unless room was made.
+	h.k.HandlePodCleanups(ctx)
+	asked := len(h.ad.callLog())
+	if asked != len(calls)+1 {
+		t.Errorf("Admit calls after the first housekeeping pass = %d, want %d", asked, len(calls)+1)
+	}
+	h.k.HandlePodCleanups(ctx)
+	if n := len(h.ad.callLog()); n != asked {
+		t.Errorf("a second pass with nothing freed asked again (%d calls, want %d)", n, asked)
+	}
+
 	h.ad.setDecide(admitAll)
+	h.k.resizeRetryDue = true // as when a pod is removed
 	h.k.HandlePodCleanups(ctx)
 	if got := h.k.allocatedPod(resized).Spec.Containers[0].Resources.Limits.Cpu().String(); got != "200m" {
 		t.Errorf("allocated cpu = %s after the retry, want 200m", got)
