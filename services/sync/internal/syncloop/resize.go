@@ -43,7 +43,7 @@ func (k *Kubelet) handlePodResourcesResize(ctx context.Context, pod *v1.Pod) {
 	if pod.DeletionTimestamp != nil || k.workers.IsPodTerminationRequested(pod.UID) {
 		return
 	}
-	log := logctx.From(ctx).With(zap.String("pod", pod.Namespace+"/"+pod.Name))
+	log := logctx.From(ctx).WithLazy(zap.String("pod", pod.Namespace+"/"+pod.Name))
 	before, wasPending := k.alloc.PodResizePending(pod.UID)
 	fit := func(resized *v1.Pod) (bool, string, string, error) {
 		res, err := k.opts.Admitter.Admit(ctx, resized, k.activePods(resized, nil))
