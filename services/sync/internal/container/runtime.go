@@ -5,6 +5,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
@@ -114,10 +115,27 @@ type Status struct {
 	// ContainerStatus.User); nil when the runtime does not say.
 	User *v1.ContainerUser
 
-	// Resources are the requests and limits the instance was created with
-	// (its allocation; sync does not resize containers in place), as
-	// recorded on it; nil for an instance without the record.
+	// Resources are the instance's actuated requests and limits: what it
+	// was created with (recorded on it), or what the last
+	// UpdateContainerResources set on it (the allocation store's record);
+	// nil for an instance without either record.
 	Resources *v1.ResourceRequirements
+	// ActualResources are the resources the runtime says the instance
+	// runs with (CRI ContainerStatus.resources); nil when it says nothing.
+	ActualResources *ContainerResources
+}
+
+// ContainerResources are a container's cgroup settings converted back to
+// quantities. Matches the kubelet's kubecontainer.ContainerResources.
+type ContainerResources struct {
+	// CPURequest from cpu.shares, CPULimit from the CFS quota and period,
+	// MemoryLimit from the memory limit; nil when unset. MemoryRequest,
+	// which no cgroup holds, and any value the runtime does not report come
+	// from the instance's actuated resources.
+	CPURequest    *resource.Quantity
+	CPULimit      *resource.Quantity
+	MemoryRequest *resource.Quantity
+	MemoryLimit   *resource.Quantity
 }
 
 // PodStatus is the runtime's view of one pod: every sandbox and every

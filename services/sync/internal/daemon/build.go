@@ -28,6 +28,7 @@ import (
 	"github.com/splitlet/splitlet/internal/opsmux"
 	"github.com/splitlet/splitlet/internal/tracing"
 	"github.com/splitlet/splitlet/services/sync/internal/admission"
+	"github.com/splitlet/splitlet/services/sync/internal/allocation"
 	"github.com/splitlet/splitlet/services/sync/internal/apiserver"
 	"github.com/splitlet/splitlet/services/sync/internal/backoff"
 	"github.com/splitlet/splitlet/services/sync/internal/cm"
@@ -70,7 +71,10 @@ type builder struct {
 
 	recorder       *events.Recorder
 	runtimeManager *kuberuntime.Manager
-	probes         *prober.Manager
+	// allocations are the pods' allocated and actuated resources (in-place
+	// resize), shared by the runtime manager and the sync loop.
+	allocations *allocation.Manager
+	probes      *prober.Manager
 	// The prober's counters have their own registry, served by the node
 	// API on /metrics/probes as the kubelet's.
 	probeReg *prometheus.Registry
@@ -223,6 +227,14 @@ func (b *builder) buildRuntimeManager(ctx context.Context) error {
 	if err != nil {
 		b.log.Error("image pull records are unreadable", zap.Error(err))
 	}
+	// What the node granted each pod and applied to each container, kept
+	// across restarts (the kubelet's allocation and actuated checkpoints).
+	// An unreadable file is not fatal: pods are allocated what they ask.
+	allocations, err := allocation.New(filepath.Join(cfg.StateDir, "allocated-pods.json"))
+	if err != nil {
+		b.log.Error("pod allocations are unreadable", zap.Error(err))
+	}
+	b.allocations = allocations
 	b.runtimeManager = kuberuntime.NewManager(b.rt, b.images, kuberuntime.ManagerOptions{
 		Sandbox: kuberuntime.SandboxOptions{PodLogsRoot: cfg.PodLogsRoot, NodeIPs: cfg.NodeIPs, ClusterDNS: cfg.ClusterDNS, ClusterDomain: cfg.ClusterDomain},
 		Container: kuberuntime.ContainerOptions{
@@ -237,6 +249,7 @@ func (b *builder) buildRuntimeManager(ctx context.Context) error {
 		ImagePull:   backoff.New(curve, nil),
 		PullRecords: pullRecords,
 		Recorder:    b.recorder,
+		Actuated:    allocations,
 	})
 
 	b.probeReg = prometheus.NewRegistry()
@@ -296,6 +309,7 @@ func (b *builder) buildSyncLoop(ctx context.Context) error {
 		Network:    b.network,
 		Sysctls:    sysctls,
 		Admitter:   admitter,
+		Allocation: b.allocations,
 
 		AdmissionFailurePolicy: failurePolicy,
 	}, b.podConfig, b.pods, b.runtimeManager, b.rt)

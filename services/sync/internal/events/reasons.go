@@ -29,6 +29,12 @@ const (
 	// Evicted is the eviction manager's reason (pkg/kubelet/eviction's
 	// Reason), used both for the event and the pod status.
 	Evicted = "Evicted"
+	// In-place resize: granted, waiting, refused, failed, applied.
+	ResizeStarted    = "ResizeStarted"
+	ResizeCompleted  = "ResizeCompleted"
+	ResizeDeferred   = "ResizeDeferred"
+	ResizeInfeasible = "ResizeInfeasible"
+	ResizeError      = "ResizeError"
 )
 
 // Image event reasons.

@@ -15,10 +15,9 @@ func memory(q string) v1.ResourceRequirements {
 	return v1.ResourceRequirements{Limits: v1.ResourceList{v1.ResourceMemory: resource.MustParse(q)}}
 }
 
-// TestContainersRecordAndKeepTheirAllocation: a container's resources go
-// on it as an annotation and come back in its status; a restart after a
-// resize of the spec is created with the recorded ones.
-func TestContainersRecordAndKeepTheirAllocation(t *testing.T) {
+// TestContainersRecordTheirResources: a container's resources go on it as
+// an annotation and come back in its status as its actuated resources.
+func TestContainersRecordTheirResources(t *testing.T) {
 	ctx := context.Background()
 	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", UID: "u"},
 		Spec: v1.PodSpec{Containers: []v1.Container{{Name: "app", Image: "i", Resources: memory("64Mi")}}}}
@@ -26,19 +25,5 @@ func TestContainersRecordAndKeepTheirAllocation(t *testing.T) {
 	got := getContainerInfoFromAnnotations(ctx, annotations).Resources
 	if got == nil || !container.SameResources(got, &pod.Spec.Containers[0].Resources) {
 		t.Fatalf("recorded resources %+v, want the spec's 64Mi limit", got)
-	}
-
-	resized := pod.Spec.Containers[0].DeepCopy()
-	resized.Resources = memory("128Mi")
-	previous := &container.Status{Name: "app", Resources: got}
-	spec := withAllocatedResources(ctx, resized, previous)
-	if lim := spec.Resources.Limits.Memory().String(); lim != "64Mi" {
-		t.Errorf("the restart's memory limit = %s, want the allocated 64Mi", lim)
-	}
-	if lim := resized.Resources.Limits.Memory().String(); lim != "128Mi" {
-		t.Errorf("the pod's spec was changed to %s", lim)
-	}
-	if same := withAllocatedResources(ctx, resized, &container.Status{Name: "app"}); same != resized {
-		t.Errorf("an instance without the record: the spec should be used as is")
 	}
 }

@@ -22,7 +22,7 @@ func ComputePodActions(ctx context.Context, pod *v1.Pod, podStatus *container.Po
 // runtime reports it in podStatus, to its spec. It matches the kubelet's
 // kubeGenericRuntimeManager.computePodActions (sidecar-aware path, with the
 // ContainerRestartRules and RestartAllContainersOnContainerExits gates on as
-// in v1.36), minus in-place resize:
+// in v1.36):
 //
 //  0. If the pod is being restarted in place (restartAllContainers: its API
 //     status carries AllContainersRestarting=True), every instance of every
@@ -43,7 +43,10 @@ func ComputePodActions(ctx context.Context, pod *v1.Pod, podStatus *container.Po
 //     each running one is killed, and restarted per policy (its own
 //     restartPolicy if set, else the pod's; rules need an exit code), if
 //     its spec hash changed (restarted whatever the policy), its liveness
-//     probe failed or its startup probe failed.
+//     probe failed or its startup probe failed; a running container kept
+//     is resized in place, or restarted when its resizePolicy says so, if
+//     its actuated resources differ from its allocation (pod is the
+//     allocated pod: computePodResizeAction).
 //  5. If no container is kept and none is started, the pod is killed.
 //
 // Restart back-off is deliberately not consulted: SyncPod checks it when it
@@ -137,7 +140,9 @@ func computePodActions(ctx context.Context, pod *v1.Pod, podStatus *container.Po
 			message = fmt.Sprintf("Container %s failed startup probe", spec.Name)
 			reason = ReasonStartupProbe
 		default:
-			keepCount++
+			if computePodResizeAction(pod, idx, false, status, &changes) {
+				keepCount++
+			}
 			continue
 		}
 

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -631,6 +632,24 @@ func milliCPUToQuota(milliCPU, period int64) int64 {
 		return 0
 	}
 	return max(milliCPU*period/milliCPUToCPU, minQuotaPeriod)
+}
+
+// sharesToMilliCPU matches the kubelet's cm.SharesToMilliCPU: the inverse
+// of milliCPUToShares, rounded up; below the minimum it is 0.
+func sharesToMilliCPU(shares int64) int64 {
+	if shares < minShares {
+		return 0
+	}
+	return int64(math.Ceil(float64(shares*milliCPUToCPU) / float64(sharesPerCPU)))
+}
+
+// quotaToMilliCPU matches the kubelet's cm.QuotaToMilliCPU: no quota (-1)
+// is 0.
+func quotaToMilliCPU(quota, period int64) int64 {
+	if quota == -1 {
+		return 0
+	}
+	return quota * milliCPUToCPU / period
 }
 
 // calculateLinuxResources matches the kubelet's function of that name.

@@ -36,7 +36,7 @@ func (m *Manager) GeneratePodStatus(ctx context.Context, ev *runtimeapi.Containe
 		return nil, err
 	}
 	for _, cs := range ev.GetContainersStatuses() {
-		ps.ContainerStatuses = append(ps.ContainerStatuses, convertToKubeContainerStatus(ctx, runtimeName, cs))
+		ps.ContainerStatuses = append(ps.ContainerStatuses, m.withActuated(ps.ID, convertToKubeContainerStatus(ctx, runtimeName, cs)))
 	}
 	ps.SortNewestFirst()
 	ps.IPs = sandboxIPs(sb)

@@ -126,7 +126,10 @@ func computeInitContainerActions(ctx context.Context, pod *v1.Pod, podStatus *co
 					Reason:    ReasonLivenessProbe,
 				}
 				changes.InitContainersToStart = append(changes.InitContainersToStart, i)
+				break
 			}
+			// A running sidecar is resized like a regular container.
+			computePodResizeAction(pod, i, true, status, changes)
 
 		case container.ContainerStateExited:
 			if sidecar {

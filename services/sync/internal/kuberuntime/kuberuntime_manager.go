@@ -15,6 +15,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
@@ -58,6 +59,49 @@ type ManagerOptions struct {
 	// Recorder records the kubelet's pod events (Pulling, Created, Started,
 	// Killing, BackOff, ...); nil records nothing.
 	Recorder events.EventRecorder
+	// Actuated records what in-place resizes set on container instances
+	// (*allocation.Manager, which forgets removed pods); nil keeps the
+	// records in memory and never forgets them, which suits tests only.
+	Actuated ActuatedStore
+}
+
+// ActuatedStore keeps, per container instance, the resources the last
+// successful UpdateContainerResources set on it: the kubelet's actuated
+// state. An instance without a record runs with what it was created with.
+// Implementations must be safe for concurrent use.
+type ActuatedStore interface {
+	ActuatedResources(uid types.UID, containerID string) (v1.ResourceRequirements, bool)
+	// SetActuatedResources fails only when the record could not be made
+	// durable; it is kept in memory all the same.
+	SetActuatedResources(uid types.UID, containerID string, r v1.ResourceRequirements) error
+}
+
+// memoryActuated is the ActuatedStore of a Manager given none.
+type memoryActuated struct {
+	mu sync.Mutex
+	by map[types.UID]map[string]v1.ResourceRequirements
+}
+
+var _ ActuatedStore = (*memoryActuated)(nil)
+
+func (a *memoryActuated) ActuatedResources(uid types.UID, id string) (v1.ResourceRequirements, bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	r, ok := a.by[uid][id]
+	return r, ok
+}
+
+func (a *memoryActuated) SetActuatedResources(uid types.UID, id string, r v1.ResourceRequirements) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.by == nil {
+		a.by = map[types.UID]map[string]v1.ResourceRequirements{}
+	}
+	if a.by[uid] == nil {
+		a.by[uid] = map[string]v1.ResourceRequirements{}
+	}
+	a.by[uid][id] = r
+	return nil
 }
 
 // noRecorder drops every event.
@@ -107,6 +151,9 @@ func NewManager(rt runtimeapi.RuntimeServiceClient, img runtimeapi.ImageServiceC
 	}
 	if opts.Recorder == nil {
 		opts.Recorder = noRecorder{}
+	}
+	if opts.Actuated == nil {
+		opts.Actuated = &memoryActuated{}
 	}
 	if opts.PullRecords == nil {
 		opts.PullRecords, _ = pullcreds.OpenRecords("")
@@ -264,7 +311,7 @@ func (m *Manager) GetPodStatusOf(ctx context.Context, uid types.UID, name, names
 		if err != nil {
 			return nil, fmt.Errorf("status of container %s: %w", id, err)
 		}
-		ps.ContainerStatuses = append(ps.ContainerStatuses, convertToKubeContainerStatus(ctx, runtimeName, resp.GetStatus()))
+		ps.ContainerStatuses = append(ps.ContainerStatuses, m.withActuated(uid, convertToKubeContainerStatus(ctx, runtimeName, resp.GetStatus())))
 	}
 	ps.SortNewestFirst()
 	if len(ps.SandboxStatuses) > 0 {
@@ -308,6 +355,7 @@ func toContainerStatus(ctx context.Context, runtimeName string, s *runtimeapi.Co
 		st.RestartCount = info.RestartCount
 		st.Resources = info.Resources
 	}
+	st.ActualResources = toKubeContainerResources(s.GetResources())
 	if s.GetState() != runtimeapi.ContainerState_CONTAINER_CREATED {
 		st.StartedAt = time.Unix(0, s.GetStartedAt())
 	}
@@ -316,6 +364,62 @@ func toContainerStatus(ctx context.Context, runtimeName string, s *runtimeapi.Co
 		st.ExitCode = int(s.GetExitCode())
 	}
 	return st
+}
+
+// withActuated sets st's actuated resources to what the last in-place
+// resize set on the instance, when one did, and fills the values the
+// runtime did not report (always the memory request) from them; it returns
+// st. Matches the kubelet's toKubeContainerStatus.
+func (m *Manager) withActuated(uid types.UID, st *container.Status) *container.Status {
+	if r, ok := m.opts.Actuated.ActuatedResources(uid, st.ID.ID); ok {
+		st.Resources = &r
+	}
+	if st.Resources == nil {
+		return st
+	}
+	quantity := func(list v1.ResourceList, name v1.ResourceName) *resource.Quantity {
+		if q, ok := list[name]; ok && !q.IsZero() {
+			return &q
+		}
+		return nil
+	}
+	if st.ActualResources == nil {
+		st.ActualResources = &container.ContainerResources{
+			CPURequest:  quantity(st.Resources.Requests, v1.ResourceCPU),
+			CPULimit:    quantity(st.Resources.Limits, v1.ResourceCPU),
+			MemoryLimit: quantity(st.Resources.Limits, v1.ResourceMemory),
+		}
+	}
+	st.ActualResources.MemoryRequest = quantity(st.Resources.Requests, v1.ResourceMemory)
+	return st
+}
+
+// toKubeContainerResources converts the cgroup settings the runtime reports
+// for a container back to quantities; nil when it reports none. Matches
+// the kubelet's toKubeContainerResources (Linux).
+func toKubeContainerResources(res *runtimeapi.ContainerResources) *container.ContainerResources {
+	l := res.GetLinux()
+	if l == nil {
+		return nil
+	}
+	out := &container.ContainerResources{}
+	if l.GetCpuPeriod() > 0 {
+		if milli := quotaToMilliCPU(l.GetCpuQuota(), l.GetCpuPeriod()); milli > 0 {
+			out.CPULimit = resource.NewMilliQuantity(milli, resource.DecimalSI)
+		}
+	}
+	if l.GetCpuShares() > 0 {
+		if milli := sharesToMilliCPU(l.GetCpuShares()); milli > 0 {
+			out.CPURequest = resource.NewMilliQuantity(milli, resource.DecimalSI)
+		}
+	}
+	if l.GetMemoryLimitInBytes() > 0 {
+		out.MemoryLimit = resource.NewQuantity(l.GetMemoryLimitInBytes(), resource.BinarySI)
+	}
+	if out.CPULimit == nil && out.CPURequest == nil && out.MemoryLimit == nil {
+		return nil
+	}
+	return out
 }
 
 // RunningPod is a pod as the runtime knows it from labels alone, for

@@ -40,8 +40,9 @@ const (
 	ContainerPortsLabel                    = "io.kubernetes.container.ports"
 	ContainerTypeLabel                     = "io.kubernetes.container.type"
 	// ContainerResourcesLabel is splitlet's own: the requests and limits
-	// the container was created with (JSON), which the status reports as
-	// its allocated resources and a restart keeps (allocatedResources).
+	// the container was created with (JSON), its actuated resources until
+	// an in-place resize changes them (allocation.Manager then records
+	// the new ones, since a container's annotations cannot change).
 	ContainerResourcesLabel = "io.splitlet.container.resources"
 )
 
@@ -72,8 +73,8 @@ type LabeledContainerInfo struct {
 }
 
 // AnnotatedContainerInfo is what a container's annotations say about it.
-// Matches the kubelet's annotatedContainerInfo, without HashWithoutResources
-// (sync does not resize containers in place).
+// Matches the kubelet's annotatedContainerInfo; Resources stands in for the
+// kubelet's actuated state of a container not resized since its creation.
 type AnnotatedContainerInfo struct {
 	Hash                      uint64
 	RestartCount              int

@@ -55,9 +55,9 @@ type ContainerToRemoveInfo struct {
 }
 
 // PodActions is what SyncPod must do to the pod, as computePodActions
-// decided it. It matches the kubelet's podActions, without the in-place
-// resize fields (ContainersToUpdate, UpdatePodResources), which sync does not
-// support yet, and without NextInitContainerToStart, which only the kubelet's
+// decided it. It matches the kubelet's podActions, without
+// UpdatePodLevelResources (sync does not resize pod-level resources) and
+// without NextInitContainerToStart, which only the kubelet's
 // LegacySidecarContainers path sets: sync always takes the sidecar-aware path
 // (computeInitContainerActions) and reports init containers in
 // InitContainersToStart.
@@ -100,6 +100,13 @@ type PodActions struct {
 	// restarts in place (RestartAllContainers); the instances whose exit
 	// triggered it come last.
 	ContainersToReset []ContainerToRemoveInfo
+	// ContainersToUpdate lists, per resource (cpu, memory), the running
+	// containers whose resources are updated in place, decreases first
+	// (computePodResizeAction); nil when none.
+	ContainersToUpdate map[v1.ResourceName][]ContainerToUpdateInfo
+	// UpdatePodResources is true when a resize restarts a container
+	// (resizePolicy RestartContainer).
+	UpdatePodResources bool
 }
 
 // String renders the actions for logs, in the kubelet's podActions.String
@@ -121,7 +128,13 @@ func (p PodActions) String() string {
 	for _, r := range p.ContainersToReset {
 		resets = append(resets, fmt.Sprintf("%s(%s) kill=%t", r.Container.Name, r.ContainerID.ID, r.Kill))
 	}
-	return fmt.Sprintf("KillPod: %t, CreateSandbox: %t, SandboxID: %q, Attempt: %d, InitContainersToStart: %v, ContainersToStart: %v, EphemeralContainersToStart: %v, ContainersToKill: [%s], ContainersToReset: [%s]",
-		p.KillPod, p.CreateSandbox, p.SandboxID, p.Attempt, p.InitContainersToStart, p.ContainersToStart,
-		p.EphemeralContainersToStart, strings.Join(kills, "; "), strings.Join(resets, "; "))
+	var updates []string
+	for _, name := range []v1.ResourceName{v1.ResourceMemory, v1.ResourceCPU} {
+		for _, u := range p.ContainersToUpdate[name] {
+			updates = append(updates, fmt.Sprintf("%s:%s(%s)", name, u.Container.Name, u.ContainerID.ID))
+		}
+	}
+	return fmt.Sprintf("KillPod: %t, CreateSandbox: %t, UpdatePodResources: %t, SandboxID: %q, Attempt: %d, InitContainersToStart: %v, ContainersToStart: %v, EphemeralContainersToStart: %v, ContainersToUpdate: [%s], ContainersToKill: [%s], ContainersToReset: [%s]",
+		p.KillPod, p.CreateSandbox, p.UpdatePodResources, p.SandboxID, p.Attempt, p.InitContainersToStart, p.ContainersToStart,
+		p.EphemeralContainersToStart, strings.Join(updates, "; "), strings.Join(kills, "; "), strings.Join(resets, "; "))
 }

@@ -78,7 +78,7 @@ func TestIsInitContainerFailed(t *testing.T) {
 
 func TestPodActionsString(t *testing.T) {
 	a := startContainers(0, 2).withKills(killUnknown("foo2"), killChanged("foo1", true)).withResets(reset("foo3", true), pastReset("foo3"))
-	want := `KillPod: false, CreateSandbox: false, SandboxID: "sandbox-0", Attempt: 0, InitContainersToStart: [], ContainersToStart: [0 2], EphemeralContainersToStart: [], ContainersToKill: [foo1(foo1-id): Container foo1 definition changed, will be restarted; foo2(foo2-id): Container is in "unknown" state, try killing it before restart], ContainersToReset: [foo3(foo3-id) kill=true; foo3(foo3-past) kill=false]`
+	want := `KillPod: false, CreateSandbox: false, UpdatePodResources: false, SandboxID: "sandbox-0", Attempt: 0, InitContainersToStart: [], ContainersToStart: [0 2], EphemeralContainersToStart: [], ContainersToUpdate: [], ContainersToKill: [foo1(foo1-id): Container foo1 definition changed, will be restarted; foo2(foo2-id): Container is in "unknown" state, try killing it before restart], ContainersToReset: [foo3(foo3-id) kill=true; foo3(foo3-past) kill=false]`
 	for i := range 5 {
 		// Map order varies between runs; the rendering must not.
 		if got := a.String(); got != want {

@@ -58,6 +58,9 @@ type SyncResult struct {
 	// in-place restart (RestartAllContainers): the caller should sync the
 	// pod again at once to start them afresh.
 	Reset bool
+	// ResizeErr is why an in-place resize failed (also joined into the
+	// error); the status shows it in PodResizeInProgress (reason Error).
+	ResizeErr error
 }
 
 // SyncPod makes the runtime match the pod, in the kubelet's
@@ -66,7 +69,9 @@ type SyncResult struct {
 //  2. kill the pod if its sandbox must go, else kill unwanted containers,
 //     and, when the pod restarts in place (restartAllContainers, from its
 //     API status's AllContainersRestarting condition), kill and remove every
-//     instance of its init and regular containers (ContainersToReset);
+//     instance of its init and regular containers (ContainersToReset),
+//     then resize running containers in place (doPodResizeAction; the
+//     kubelet's step 8, moved up: see below);
 //  3. purge init containers when a new sandbox starts the pod over;
 //  4. create the sandbox if needed;
 //  5. start ephemeral, then init, then regular containers (startContainer),
@@ -89,6 +94,13 @@ type SyncResult struct {
 // change upstream maps to one place here.
 func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod, podStatus *container.PodStatus, probes ProbeResults, restartAllContainers bool) (res SyncResult, retErr error) {
 	log := loggerFrom(ctx)
+	var resizeErr error
+	defer func() {
+		if resizeErr != nil {
+			res.ResizeErr = resizeErr
+			retErr = errors.Join(retErr, resizeErr)
+		}
+	}()
 	waitingBefore := m.waitingOf(pod.UID)
 	defer func() { res.WaitingChanged = !maps.Equal(waitingBefore, m.waitingOf(pod.UID)) }()
 	_, span := startStep(ctx, "computePodActions")
@@ -122,6 +134,18 @@ func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod, podStatus *container
 			res.Acted, res.Reset = true, true
 			if err := m.resetContainers(ctx, pod, actions.ContainersToReset); err != nil {
 				return res, err
+			}
+		}
+		// In-place resizes. The kubelet does this after starting init
+		// containers and before regular ones; here it comes before any
+		// start, because most syncs that resize start nothing and return
+		// early below. A failure is retried by the next sync and does not
+		// hold up the starts.
+		if len(actions.ContainersToUpdate) > 0 {
+			res.Acted = true
+			if err := m.doPodResizeAction(ctx, pod, actions); err != nil {
+				log.Warn("in-place resize failed", zap.Error(err))
+				resizeErr = err
 			}
 		}
 	}
@@ -340,7 +364,6 @@ func (m *Manager) startContainer(ctx context.Context, pod *v1.Pod, podStatus *co
 	restartCount := 0
 	if cs := podStatus.FindContainerStatusByName(spec.Name); cs != nil {
 		restartCount = cs.RestartCount + 1
-		spec = withAllocatedResources(ctx, spec, cs)
 	} else {
 		// Garbage-collected or purged instances leave no count behind; a
 		// log file left in the pod's log directory still tells how many
@@ -625,22 +648,4 @@ func isEphemeral(pod *v1.Pod, name string) bool {
 		}
 	}
 	return false
-}
-
-// withAllocatedResources returns spec with the resources its previous
-// instance was created with, when a resize has changed them since: sync
-// does not resize containers in place, so a container keeps its
-// allocation across restarts, as the kubelet creates containers from the
-// allocated pod (UpdatePodFromAllocation) until it has accepted a resize.
-// The pod's status says the resize is pending (status.ResizePending).
-func withAllocatedResources(ctx context.Context, spec *v1.Container, previous *container.Status) *v1.Container {
-	if previous.Resources == nil || container.SameResources(previous.Resources, &spec.Resources) {
-		return spec
-	}
-	loggerFrom(ctx).Info("container keeps the resources it was allocated: in-place resize is not supported",
-		zap.String("container", spec.Name))
-	allocated := spec.DeepCopy()
-	allocated.Resources.Requests = previous.Resources.Requests
-	allocated.Resources.Limits = previous.Resources.Limits
-	return allocated
 }

@@ -21,8 +21,10 @@ import (
 // implementedGates are the feature gates behind node-declared features
 // whose behaviour sync implements. A v1.36 kube-scheduler only places a
 // pod that needs such a feature on a Node that declares it, so sync
-// declares exactly these; the others (in-place resize, user namespaces,
-// DRA, ...) stay undeclared because sync does not do them.
+// declares exactly these; the others (in-place resize of non-sidecar init
+// containers and of pod-level resources, user namespaces, DRA, ...) stay
+// undeclared because sync does not do them. A resize of regular containers
+// and sidecars needs no declared feature.
 var implementedGates = ndftypes.FeatureGateMap{
 	restartallcontainers.RestartAllContainersOnContainerExits: true,
 	// The node API serves kubectl's WebSockets itself, translating them

@@ -108,16 +108,34 @@ func normalizedCopy(s *v1.PodStatus) *v1.PodStatus {
 }
 
 // isPodStatusByKubeletEqual matches the kubelet status manager's function of
-// the same name.
+// the same name (v1.36): the kubelet's conditions must be the same set on
+// both sides, so that one that went away (PodResizeInProgress once a
+// resize is done) is published.
 func isPodStatusByKubeletEqual(old, status *v1.PodStatus) bool {
 	oldCopy := old.DeepCopy()
-	for _, c := range status.Conditions {
-		if podConditionByKubelet(c.Type) || podConditionSharedByKubelet(c.Type) {
-			oc := findCondition(oldCopy.Conditions, c.Type)
-			if oc == nil || oc.Status != c.Status || oc.Message != c.Message || oc.Reason != c.Reason {
-				return false
-			}
+	owned := func(c *v1.PodCondition) bool {
+		return podConditionByKubelet(c.Type) || podConditionSharedByKubelet(c.Type)
+	}
+	ownedOld := 0
+	for i := range oldCopy.Conditions {
+		if owned(&oldCopy.Conditions[i]) {
+			ownedOld++
 		}
+	}
+	ownedNew := 0
+	for i := range status.Conditions {
+		c := &status.Conditions[i]
+		if !owned(c) {
+			continue
+		}
+		ownedNew++
+		oc := findCondition(oldCopy.Conditions, c.Type)
+		if oc == nil || oc.Status != c.Status || oc.Message != c.Message || oc.Reason != c.Reason {
+			return false
+		}
+	}
+	if ownedOld != ownedNew {
+		return false
 	}
 	oldCopy.Conditions = status.Conditions
 	return apiequality.Semantic.DeepEqual(oldCopy, status)

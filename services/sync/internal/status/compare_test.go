@@ -60,6 +60,9 @@ func TestNeedsUpdate(t *testing.T) {
 		{desc: "kubelet condition added", mutate: func(s *v1.PodStatus) {
 			s.Conditions = append(s.Conditions, v1.PodCondition{Type: v1.PodInitialized, Status: v1.ConditionTrue})
 		}, want: true},
+		{desc: "kubelet condition removed (a resize done)", mutate: func(s *v1.PodStatus) {
+			s.Conditions = s.Conditions[1:]
+		}, want: true},
 		{desc: "container ready", mutate: func(s *v1.PodStatus) { s.ContainerStatuses[1].Ready = false }, want: true},
 		{desc: "restart count", mutate: func(s *v1.PodStatus) { s.ContainerStatuses[1].RestartCount = 1 }, want: true},
 		{desc: "second-level start time", mutate: func(s *v1.PodStatus) {

@@ -310,30 +310,53 @@ func replaceOrAppendCondition(conditions []v1.PodCondition, c *v1.PodCondition) 
 	return append(conditions, *c)
 }
 
-// generatePodResizePendingCondition is PodResizePending, reason
-// Infeasible, when a container's spec asks for other requests or limits
-// than its latest instance was created with: a resize, which sync does not
-// apply in place (the instance and its restarts keep their allocation,
-// kuberuntime.withAllocatedResources). The kubelet sets the same
-// condition (SetPodResizePendingCondition) for a resize it cannot do.
-// ok is false when no resize is pending.
-func generatePodResizePendingCondition(pod *v1.Pod, podStatus *container.PodStatus) (c v1.PodCondition, ok bool) {
-	var resized []string
+// isPodResizeInProgress reports whether a running resizable container
+// (a regular container or a running init container: the API lets only
+// sidecars be running after initialization) runs with other CPU or memory
+// requests or limits than its allocation (the spec of pod, the allocated
+// pod) says. A container that does not run is left out: it starts with its
+// allocation. Matches the kubelet's IsPodResizeInProgress (container
+// resources only).
+func isPodResizeInProgress(pod *v1.Pod, podStatus *container.PodStatus) bool {
 	for _, list := range [][]v1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
 		for i := range list {
 			cs := podStatus.FindContainerStatusByName(list[i].Name)
-			if cs != nil && cs.Resources != nil && !container.SameResources(cs.Resources, &list[i].Resources) {
-				resized = append(resized, list[i].Name)
+			if cs == nil || cs.State != container.ContainerStateRunning {
+				continue
+			}
+			actuated := cs.Resources
+			if actuated == nil {
+				actuated = &v1.ResourceRequirements{}
+			}
+			allocated := &list[i].Resources
+			for _, name := range []v1.ResourceName{v1.ResourceCPU, v1.ResourceMemory} {
+				if !allocated.Requests[name].Equal(actuated.Requests[name]) || !allocated.Limits[name].Equal(actuated.Limits[name]) {
+					return true
+				}
 			}
 		}
 	}
-	if len(resized) == 0 {
-		return v1.PodCondition{}, false
+	return false
+}
+
+// generatePodResizeConditions are the pod's resize conditions: the
+// allocation's PodResizePending while the node has not granted a resize
+// (in.ResizePending), and PodResizeInProgress while a granted one is not
+// yet applied to every running container (reason Error, with the message,
+// when the last attempt failed: in.ResizeError). Matches the kubelet's
+// status manager's resize conditions as SyncPod and the allocation manager
+// set them.
+func generatePodResizeConditions(pod *v1.Pod, podStatus *container.PodStatus, in *Inputs) []v1.PodCondition {
+	var conds []v1.PodCondition
+	if in.ResizePending != nil {
+		conds = append(conds, *in.ResizePending)
 	}
-	return v1.PodCondition{
-		Type: v1.PodResizePending, Status: v1.ConditionTrue, Reason: v1.PodReasonInfeasible,
-		Message: fmt.Sprintf("In-place resize is not supported by this node: containers %v keep the resources they were created with",
-			resized),
-		ObservedGeneration: pod.Generation,
-	}, true
+	if isPodResizeInProgress(pod, podStatus) {
+		c := v1.PodCondition{Type: v1.PodResizeInProgress, Status: v1.ConditionTrue, ObservedGeneration: pod.Generation}
+		if in.ResizeError != "" {
+			c.Reason, c.Message = v1.PodReasonError, in.ResizeError
+		}
+		conds = append(conds, c)
+	}
+	return conds
 }

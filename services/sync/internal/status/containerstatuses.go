@@ -43,9 +43,9 @@ const (
 // convertToAPIContainerStatuses builds the API statuses of one list of
 // containers (regular, init or ephemeral) from the runtime's instances, the
 // previous API statuses and the recorded waiting reasons. It matches the
-// kubelet's convertToAPIContainerStatuses (without in-place resize's actual
-// resources, image volume digests, users and stop signals, which the runtime
-// view here does not carry):
+// kubelet's convertToAPIContainerStatuses (without image volume digests and
+// stop signals, which the runtime view here does not carry); pod is the
+// allocated pod (its containers' resources are their allocation):
 //
 //  1. Every container starts Waiting (PodInitializing when the pod has init
 //     containers, ContainerCreating otherwise); a previous Terminated status
@@ -155,20 +155,10 @@ func convertToAPIContainerStatuses(pod *v1.Pod, podStatus *container.PodStatus, 
 		}
 		status := convertContainerStatus(cs, oldPtr, podRestarting)
 		if spec := findSpec(containers, cs.Name); spec != nil {
-			// The allocated resources: what the instance was created with
-			// (sync does not resize in place, so a resize of the spec is
-			// pending, ResizePending), or for an instance without that
-			// record the spec's. The runtime view here has no actual
-			// resources, so the allocated ones stand in, as the kubelet's
-			// do for containers it has no cgroup values for.
-			allocated := &spec.Resources
-			if cs.Resources != nil {
-				allocated = cs.Resources
-			}
-			status.Resources = &v1.ResourceRequirements{
-				Requests: allocated.Requests.DeepCopy(), Limits: allocated.Limits.DeepCopy(), Claims: spec.Resources.Claims,
-			}
-			status.AllocatedResources = allocated.Requests.DeepCopy()
+			// pod is the allocated pod: its spec holds what the node
+			// granted, which the running instance may not have yet.
+			status.Resources = convertContainerStatusResources(spec, status, cs, oldStatuses)
+			status.AllocatedResources = spec.Resources.Requests.DeepCopy()
 			if status.VolumeMounts == nil {
 				// The kubelet copies mounts only from the previous status;
 				// without one they are derived from the spec, the value the
@@ -446,4 +436,73 @@ func parseContainerID(s string) container.ContainerID {
 		return container.ContainerID{}
 	}
 	return container.BuildContainerID(typ, id)
+}
+
+// Below these, cgroup values do not tell allocations apart (every request
+// of 2m or less is 2 shares, every limit of 10m or less a 1 ms quota): the
+// kubelet's cm.MinShares and cm.MinMilliCPULimit.
+const (
+	minMilliCPURequest = 2
+	minMilliCPULimit   = 10
+)
+
+// convertContainerStatusResources is the status's resources of a container
+// instance: its allocation (spec, from the allocated pod), with each CPU
+// and memory value of a running instance replaced by what it actually runs
+// with (cs.ActualResources), or, when that is unknown, by the previous
+// status's value for the same running instance. A CPU value at or below
+// the cgroup minimum on both sides keeps the allocated value, so that 1m
+// does not read back as 2m. Matches the closure of that name in the
+// kubelet's convertToAPIContainerStatuses.
+func convertContainerStatusResources(spec *v1.Container, status *v1.ContainerStatus, cs *container.Status, oldStatuses map[string]v1.ContainerStatus) *v1.ResourceRequirements {
+	resources := spec.Resources.DeepCopy()
+	resources.Claims = spec.Resources.Claims
+	if cs.State != container.ContainerStateRunning {
+		return resources
+	}
+	old, oldFound := oldStatuses[spec.Name]
+	oldResources := old.Resources
+	if oldResources == nil {
+		oldResources = &v1.ResourceRequirements{}
+	}
+	preserveOld := func(name v1.ResourceName, oldList, list v1.ResourceList) {
+		if oldFound && old.State.Running != nil && status.ContainerID == old.ContainerID && oldList != nil {
+			if q, ok := oldList[name]; ok {
+				list[name] = q.DeepCopy()
+			}
+		}
+	}
+	actual := cs.ActualResources
+	if actual == nil {
+		actual = &container.ContainerResources{}
+	}
+	if resources.Limits != nil {
+		if actual.CPULimit != nil {
+			if actual.CPULimit.MilliValue() > minMilliCPULimit || resources.Limits.Cpu().MilliValue() > minMilliCPULimit {
+				resources.Limits[v1.ResourceCPU] = actual.CPULimit.DeepCopy()
+			}
+		} else {
+			preserveOld(v1.ResourceCPU, oldResources.Limits, resources.Limits)
+		}
+		if actual.MemoryLimit != nil {
+			resources.Limits[v1.ResourceMemory] = actual.MemoryLimit.DeepCopy()
+		} else {
+			preserveOld(v1.ResourceMemory, oldResources.Limits, resources.Limits)
+		}
+	}
+	if resources.Requests != nil {
+		if actual.CPURequest != nil {
+			if actual.CPURequest.MilliValue() > minMilliCPURequest || resources.Requests.Cpu().MilliValue() > minMilliCPURequest {
+				resources.Requests[v1.ResourceCPU] = actual.CPURequest.DeepCopy()
+			}
+		} else {
+			preserveOld(v1.ResourceCPU, oldResources.Requests, resources.Requests)
+		}
+		if actual.MemoryRequest != nil {
+			resources.Requests[v1.ResourceMemory] = actual.MemoryRequest.DeepCopy()
+		} else {
+			preserveOld(v1.ResourceMemory, oldResources.Requests, resources.Requests)
+		}
+	}
+	return resources
 }

@@ -113,9 +113,7 @@ func GenerateAPIPodStatus(pod *v1.Pod, podStatus *container.PodStatus, in Inputs
 	if container.AllContainersCouldRestart(&pod.Spec) {
 		s.Conditions = append(s.Conditions, generateAllContainersRestartingCondition(pod, podStatus, &oldPodStatus, s.Phase))
 	}
-	if c, ok := generatePodResizePendingCondition(pod, podStatus); ok {
-		s.Conditions = append(s.Conditions, c)
-	}
+	s.Conditions = append(s.Conditions, generatePodResizeConditions(pod, podStatus, &in)...)
 
 	setHostIPs(pod, s, in.HostIPs)
 	s.ObservedGeneration = pod.Generation
@@ -124,7 +122,7 @@ func GenerateAPIPodStatus(pod *v1.Pod, podStatus *container.PodStatus, in Inputs
 	now := in.clock().Now()
 	for _, t := range []v1.PodConditionType{
 		v1.ContainersReady, v1.PodReady, v1.PodInitialized, v1.PodReadyToStartContainers,
-		v1.PodScheduled, v1.DisruptionTarget, v1.AllContainersRestarting, v1.PodResizePending,
+		v1.PodScheduled, v1.DisruptionTarget, v1.AllContainersRestarting, v1.PodResizePending, v1.PodResizeInProgress,
 	} {
 		updateLastTransitionTime(s, &oldPodStatus, t, now)
 	}

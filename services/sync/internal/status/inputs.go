@@ -106,6 +106,13 @@ type Inputs struct {
 	// Clock stamps condition transitions and the start time; nil is the
 	// wall clock.
 	Clock Clock
+	// ResizePending is the pod's PodResizePending condition while the node
+	// has not granted a resize of its spec (allocation.Manager); nil when
+	// none waits.
+	ResizePending *v1.PodCondition
+	// ResizeError is why the pod's last in-place resize failed; empty when
+	// it did not.
+	ResizeError string
 }
 
 func (in *Inputs) clock() Clock {

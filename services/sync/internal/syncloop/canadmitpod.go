@@ -107,7 +107,7 @@ func (k *Kubelet) admitPods(ctx context.Context, pods []*v1.Pod) {
 	for len(pods) > 0 {
 		if !canBatch || len(pods) == 1 {
 			if k.canAdmitPod(ctx, pods[0]) == admitted {
-				k.startPod(pods[0])
+				k.startPod(ctx, pods[0])
 			}
 			pods = pods[1:]
 			continue
@@ -118,7 +118,7 @@ func (k *Kubelet) admitPods(ctx context.Context, pods []*v1.Pod) {
 		if err != nil {
 			for _, pod := range pods {
 				if k.admitWith(k.startContext(ctx, pod), pod, AdmitResult{}, err) == admitted {
-					k.startPod(pod)
+					k.startPod(ctx, pod)
 				}
 			}
 			return
@@ -134,7 +134,7 @@ func (k *Kubelet) admitPods(ctx context.Context, pods []*v1.Pod) {
 			pod := pods[decided]
 			decided++
 			if k.admitWith(k.startContext(ctx, pod), pod, res, nil) == admitted {
-				k.startPod(pod)
+				k.startPod(ctx, pod)
 			}
 			if len(res.Victims) > 0 {
 				// Later answers, if any, did not know the victims were
@@ -179,15 +179,17 @@ func (k *Kubelet) rejectLocally(ctx context.Context, pods []*v1.Pod) []*v1.Pod {
 }
 
 // activePods are the pods the new pod must fit beside, as the kubelet's
-// filterOutInactivePods: the pods isPodInactive keeps. except (when not
-// nil) and the pods in gone (victims just preempted) are left out.
+// filterOutInactivePods: the pods isPodInactive keeps, each with its
+// allocated resources (the kubelet's getAllocatedPods), not those of a
+// resize not granted. except (when not nil) and the pods in gone (victims
+// just preempted) are left out.
 func (k *Kubelet) activePods(except *v1.Pod, gone map[types.UID]bool) []*v1.Pod {
 	var active []*v1.Pod
 	for _, p := range k.podManager.GetPods() {
 		if (except != nil && p.UID == except.UID) || gone[p.UID] || k.isPodInactive(p) {
 			continue
 		}
-		active = append(active, p)
+		active = append(active, k.allocatedPod(p))
 	}
 	return active
 }
@@ -421,7 +423,7 @@ func (k *Kubelet) retryPendingAdmissions(ctx context.Context) {
 			}
 			continue
 		}
-		k.startPod(pod)
+		k.startPod(ctx, pod)
 	}
 	k.mu.Lock()
 	if len(k.pendingAdmission) == 0 {

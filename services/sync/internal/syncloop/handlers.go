@@ -46,13 +46,20 @@ func (k *Kubelet) HandlePodAdditions(ctx context.Context, pods []*v1.Pod) {
 		// The pods before this one are decided first, as one by one.
 		k.admitPods(ctx, toAdmit)
 		toAdmit = nil
-		k.startPod(pod)
+		k.startPod(ctx, pod)
 	}
 	k.admitPods(ctx, toAdmit)
 }
 
-// startPod hands an admitted pod to the prober and its worker.
-func (k *Kubelet) startPod(pod *v1.Pod) {
+// startPod hands an admitted pod to the prober and its worker, recording
+// its allocation first (the kubelet's allocation manager AddPod). A pod
+// sync already ran (a restart) keeps the allocation it had; if its spec
+// was resized meanwhile, the resize is decided now.
+func (k *Kubelet) startPod(ctx context.Context, pod *v1.Pod) {
+	if _, err := k.alloc.AddPod(pod); err != nil {
+		logctx.From(ctx).Error("cannot record the pod's allocation", zap.String("pod", pod.Namespace+"/"+pod.Name), zap.Error(err))
+	}
+	k.handlePodResourcesResize(ctx, pod)
 	if k.opts.Prober != nil && pod.DeletionTimestamp == nil {
 		k.opts.Prober.AddPod(pod)
 	}
@@ -113,6 +120,9 @@ func (k *Kubelet) HandlePodUpdates(ctx context.Context, pods []*v1.Pod) {
 		if rejected {
 			continue
 		}
+		// A changed spec may be a resize: decided before the worker
+		// syncs, so that the sync applies it at once.
+		k.handlePodResourcesResize(ctx, pod)
 		k.workers.UpdatePod(worker.UpdatePodOptions{UpdateType: worker.SyncPodUpdate, Pod: pod})
 	}
 }

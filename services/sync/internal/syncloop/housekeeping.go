@@ -63,10 +63,19 @@ func (k *Kubelet) HandlePodCleanups(ctx context.Context) {
 			k.cgroupsLeft[uid] = 0
 		}
 		k.runtime.ForgetPod(uid)
+		// Its resources are free: deferred resizes may fit now.
+		k.resizeRetryDue = true
 		log.Info("pod removed", zap.String("podUID", string(uid)))
 	}
 
 	k.statuses.retain(func(uid types.UID) bool { return desired[uid] || k.workers.IsKnown(uid) })
+	// Allocations of pods gone; then the resizes waiting for room, which
+	// a removed pod may have made (the kubelet's RemoveOrphanedPods and
+	// RetryPendingResizes).
+	if err := k.alloc.RemoveOrphanedPods(func(uid types.UID) bool { return desired[uid] || k.workers.IsKnown(uid) }); err != nil {
+		log.Warn("cannot forget the allocations of removed pods", zap.Error(err))
+	}
+	k.retryPendingResizes(ctx)
 
 	k.removePodCgroups(ctx)
 	// Back-off tables do not depend on the listing.

@@ -34,6 +34,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/splitlet/splitlet/internal/logctx"
+	"github.com/splitlet/splitlet/services/sync/internal/allocation"
 	"github.com/splitlet/splitlet/services/sync/internal/container"
 	"github.com/splitlet/splitlet/services/sync/internal/events"
 	"github.com/splitlet/splitlet/services/sync/internal/kuberuntime"
@@ -139,6 +140,9 @@ type Options struct {
 	// Network says whether the pod network is ready (*runtimestate.State);
 	// nil takes it as ready.
 	Network Network
+	// Allocation keeps the pods' allocated resources for in-place resize
+	// (persisted in production); nil keeps them in memory.
+	Allocation *allocation.Manager
 }
 
 // Network is the runtime's network readiness as the sync loop reads it.
@@ -224,6 +228,17 @@ type Kubelet struct {
 	admitRetry      chan struct{}
 	admitRetryArmed bool
 	admitRetryDelay time.Duration
+	// resizeErrs holds why a pod's last in-place resize failed.
+	resizeErrs map[types.UID]string
+	// resizeRetryDue says deferred resizes should be asked again at the
+	// next housekeeping pass (a pod went away, or a resize was granted);
+	// resizeRetryAt is when they are asked again anyway. Only the sync
+	// loop goroutine touches them.
+	resizeRetryDue bool
+	resizeRetryAt  time.Time
+
+	// alloc holds the pods' allocations (Options.Allocation).
+	alloc *allocation.Manager
 }
 
 // New returns a sync loop reading config, keeping pods in podManager and
@@ -269,8 +284,13 @@ func New(opts Options, config *source.PodConfig, podManager *podmanager.Manager,
 	if opts.AdmitRetryMax < opts.AdmitRetryInitial {
 		opts.AdmitRetryMax = max(16*time.Second, opts.AdmitRetryInitial)
 	}
+	if opts.Allocation == nil {
+		opts.Allocation, _ = allocation.New("")
+	}
 	k := &Kubelet{
 		opts: opts, config: config, podManager: podManager, runtime: rt,
+		alloc:            opts.Allocation,
+		resizeErrs:       map[types.UID]string{},
 		statuses:         newStatusCache(rt),
 		firstSeen:        map[types.UID]time.Time{},
 		rejected:         map[types.UID]bool{},

@@ -66,6 +66,9 @@ func (k *Kubelet) generateStatus(ctx context.Context, pod *v1.Pod, terminal bool
 // publishStatus generates the pod's API status from podStatus and publishes
 // it; it returns the status in effect.
 func (k *Kubelet) publishStatus(ctx context.Context, pod *v1.Pod, podStatus *container.PodStatus, terminal bool) v1.PodStatus {
+	// The status reports the allocation, and the running containers
+	// against it.
+	pod = k.allocatedPod(pod)
 	// The status of a node-initiated kill applies once the pod is being
 	// terminated (terminal: its containers were just killed).
 	var ts *terminalStatus
@@ -79,6 +82,10 @@ func (k *Kubelet) publishStatus(ctx context.Context, pod *v1.Pod, podStatus *con
 	if k.opts.Prober != nil {
 		in.Probes = k.opts.Prober
 	}
+	if c, ok := k.alloc.PodResizePending(pod.UID); ok {
+		in.ResizePending = &c
+	}
+	in.ResizeError = k.resizeError(pod.UID)
 	old, generated, ok := k.oldPodStatus(pod)
 	if ok {
 		in.OldStatus = &old
@@ -97,6 +104,11 @@ func (k *Kubelet) publishStatus(ctx context.Context, pod *v1.Pod, podStatus *con
 			k.podManager.SetPodStatus(pod.UID, *in.OldStatus)
 		}
 		return *in.OldStatus
+	}
+	if !terminal && in.OldStatus != nil && hasTrueCondition(in.OldStatus, v1.PodResizeInProgress) &&
+		!hasTrueCondition(&apiStatus, v1.PodResizeInProgress) {
+		// The kubelet's SyncPod on clearing PodResizeInProgress.
+		k.opts.Recorder.Eventf(pod, v1.EventTypeNormal, events.ResizeCompleted, "Pod resize completed: generation %d", pod.Generation)
 	}
 	// A status generated from one kept or given by the source is recorded
 	// even when equal to it: the pod manager has none of this run yet.
@@ -129,6 +141,9 @@ func (k *Kubelet) observeStarted(uid types.UID) {
 // follow the status cache's rule (statuscache.go): a sync woken by a PLEG
 // event or a resync makes no runtime call unless it acts.
 func (k *Kubelet) SyncPod(ctx context.Context, updateType worker.UpdateType, pod *v1.Pod) (bool, error) {
+	// The runtime runs the pod as allocated; a resize the node has not
+	// granted stays in the spec only.
+	pod = k.allocatedPod(pod)
 	start, err := k.statuses.begin(ctx, pod)
 	if err != nil {
 		return false, err
@@ -151,6 +166,7 @@ func (k *Kubelet) SyncPod(ctx context.Context, updateType worker.UpdateType, pod
 	// it just generated carries AllContainersRestarting=True.
 	restartAll := hasTrueCondition(&apiStatus, v1.AllContainersRestarting)
 	res, syncErr := k.runtime.SyncPod(ctx, pod, withAPIPodIPs(start.status, &apiStatus), probes, restartAll)
+	k.setResizeError(pod, res.ResizeErr)
 	if res.Reset && syncErr == nil && k.workers != nil {
 		// The containers are gone; start them again at once rather than
 		// at the next event or resync, as the kubelet's syncPod requeues
@@ -161,7 +177,7 @@ func (k *Kubelet) SyncPod(ctx context.Context, updateType worker.UpdateType, pod
 	after, syncErr := k.statuses.end(ctx, pod, start, res, syncErr)
 	// A sync that acted publishes what it did; one that only changed a
 	// waiting reason publishes that, from the status it started from.
-	if after != nil && (res.Acted || res.WaitingChanged) {
+	if after != nil && (res.Acted || res.WaitingChanged || res.ResizeErr != nil) {
 		k.publishStatus(ctx, pod, after, false)
 	}
 	return false, syncErr

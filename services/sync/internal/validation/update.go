@@ -11,6 +11,8 @@ import (
 	apimachineryvalidation "k8s.io/apimachinery/pkg/api/validation"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/splitlet/splitlet/internal/qos"
 )
 
 // updatablePodSpecFields is the API server's list, quoted in the error.
@@ -20,6 +22,7 @@ var updatablePodSpecFields = []string{
 	"`spec.activeDeadlineSeconds`",
 	"`spec.tolerations` (only additions to existing tolerations)",
 	"`spec.terminationGracePeriodSeconds` (allow it to be set to 1 if it was previously negative)",
+	"`spec.containers[*].resources` and `spec.initContainers[*].resources` (cpu and memory only: an in-place resize)",
 }
 
 // ValidatePodUpdate checks that newPod is valid on its own and is a legal
@@ -37,12 +40,16 @@ var updatablePodSpecFields = []string{
 //   - tolerations may only be added (tolerationSeconds of an existing one
 //     may change);
 //   - terminationGracePeriodSeconds may go from negative to 1;
+//   - containers' cpu and memory requests and limits may change, as the
+//     resize subresource allows (ValidatePodResize): none may be removed,
+//     no other resource may change, and the QoS class must stay; a static
+//     pod may not be resized. PodService has apply only, so an apply is
+//     also its resize;
 //   - any other spec change is Forbidden on `spec`, naming the changed
 //     fields.
 //
 // Not checked (the node does not act on them): scheduling gates, node
-// affinity of gated pods, in-place resize (the resize subresource),
-// ephemeral containers (their own subresource).
+// affinity of gated pods, ephemeral containers (their own subresource).
 func ValidatePodUpdate(newPod, oldPod *v1.Pod) field.ErrorList {
 	metaPath := field.NewPath("metadata")
 	// apimachinery requires a resourceVersion on update; pods from a
@@ -95,6 +102,15 @@ func ValidatePodUpdate(newPod, oldPod *v1.Pod) field.ErrorList {
 	for i := range munged.InitContainers {
 		munged.InitContainers[i].Image = oldPod.Spec.InitContainers[i].Image
 	}
+	if resizeErrs, resized := validatePodResize(newPod, oldPod, specPath); resized {
+		allErrs = append(allErrs, resizeErrs...)
+		for i := range munged.Containers {
+			munged.Containers[i].Resources = oldPod.Spec.Containers[i].Resources
+		}
+		for i := range munged.InitContainers {
+			munged.InitContainers[i].Resources = oldPod.Spec.InitContainers[i].Resources
+		}
+	}
 	munged.ActiveDeadlineSeconds = oldPod.Spec.ActiveDeadlineSeconds
 	munged.Tolerations = oldPod.Spec.Tolerations
 	if old := oldPod.Spec.TerminationGracePeriodSeconds; old != nil && *old < 0 &&
@@ -104,6 +120,75 @@ func ValidatePodUpdate(newPod, oldPod *v1.Pod) field.ErrorList {
 	if changed := changedSpecFields(munged, &oldPod.Spec); len(changed) > 0 {
 		allErrs = append(allErrs, field.Forbidden(specPath, fmt.Sprintf("pod updates may not change fields other than %s; changed: %s",
 			strings.Join(updatablePodSpecFields, ","), strings.Join(changed, ", "))))
+	}
+	return allErrs
+}
+
+// validatePodResize checks a change of containers' resources as the API
+// server's ValidatePodResize does (its container part: no pod-level
+// resources, which sync does not resize); resized says whether any
+// container's resources changed at all.
+func validatePodResize(newPod, oldPod *v1.Pod, specPath *field.Path) (allErrs field.ErrorList, resized bool) {
+	check := func(newList, oldList []v1.Container, path *field.Path) {
+		for i := range newList {
+			n, o := &newList[i].Resources, &oldList[i].Resources
+			if equality.Semantic.DeepEqual(n, o) {
+				continue
+			}
+			resized = true
+			p := path.Index(i).Child("resources")
+			allErrs = append(allErrs, validateContainerResize(n, o, p)...)
+		}
+	}
+	check(newPod.Spec.Containers, oldPod.Spec.Containers, specPath.Child("containers"))
+	check(newPod.Spec.InitContainers, oldPod.Spec.InitContainers, specPath.Child("initContainers"))
+	if !resized {
+		return nil, false
+	}
+	if _, ok := oldPod.Annotations[v1.MirrorPodAnnotationKey]; ok {
+		return field.ErrorList{field.Forbidden(field.NewPath(""), "static pods cannot be resized")}, true
+	}
+	if qos.ComputePodQOS(oldPod) != qos.ComputePodQOS(newPod) {
+		allErrs = append(allErrs, field.Invalid(specPath, qos.ComputePodQOS(newPod), "Pod QOS Class may not change as a result of resizing"))
+	}
+	return allErrs, true
+}
+
+// validateContainerResize matches the API server's validateContainerResize
+// plus its rule that only cpu and memory are resizable.
+func validateContainerResize(n, o *v1.ResourceRequirements, path *field.Path) field.ErrorList {
+	var allErrs field.ErrorList
+	removed := func(newList, oldList v1.ResourceList) bool {
+		for name := range oldList {
+			if _, ok := newList[name]; !ok {
+				return true
+			}
+		}
+		return false
+	}
+	if removed(n.Requests, o.Requests) {
+		allErrs = append(allErrs, field.Forbidden(path.Child("requests"), "resource requests cannot be removed"))
+	}
+	if removed(n.Limits, o.Limits) {
+		allErrs = append(allErrs, field.Forbidden(path.Child("limits"), "resource limits cannot be removed"))
+	}
+	others := func(r *v1.ResourceRequirements) v1.ResourceRequirements {
+		out := v1.ResourceRequirements{Claims: r.Claims}
+		for _, l := range []struct{ in, out *v1.ResourceList }{{&r.Requests, &out.Requests}, {&r.Limits, &out.Limits}} {
+			for name, q := range *l.in {
+				if name == v1.ResourceCPU || name == v1.ResourceMemory {
+					continue
+				}
+				if *l.out == nil {
+					*l.out = v1.ResourceList{}
+				}
+				(*l.out)[name] = q
+			}
+		}
+		return out
+	}
+	if !equality.Semantic.DeepEqual(others(n), others(o)) {
+		allErrs = append(allErrs, field.Forbidden(path, "only cpu and memory resources are mutable"))
 	}
 	return allErrs
 }

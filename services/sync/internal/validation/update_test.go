@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
@@ -55,6 +56,39 @@ func TestValidatePodUpdate(t *testing.T) {
 				p.Spec.Containers[2].Name = "third"
 			},
 			want: []wantErr{{field.ErrorTypeForbidden, "spec.containers"}},
+		},
+		{desc: "cpu and memory resized", mutate: func(p *v1.Pod) {
+			p.Spec.Containers[0].Resources.Requests[v1.ResourceCPU] = resource.MustParse("200m")
+			p.Spec.Containers[0].Resources.Limits[v1.ResourceMemory] = resource.MustParse("256Mi")
+		}},
+		{desc: "memory request added", mutate: func(p *v1.Pod) {
+			p.Spec.Containers[0].Resources.Requests[v1.ResourceMemory] = resource.MustParse("64Mi")
+		}},
+		{
+			desc:   "resize removing a limit",
+			mutate: func(p *v1.Pod) { delete(p.Spec.Containers[0].Resources.Limits, v1.ResourceMemory) },
+			want:   []wantErr{{field.ErrorTypeForbidden, "spec.containers[0].resources.limits"}},
+		},
+		{
+			desc: "resize of another resource",
+			mutate: func(p *v1.Pod) {
+				p.Spec.Containers[0].Resources.Limits[v1.ResourceEphemeralStorage] = resource.MustParse("1Gi")
+			},
+			want: []wantErr{{field.ErrorTypeForbidden, "spec.containers[0].resources"}},
+		},
+		{
+			desc: "resize changing the QoS class",
+			mutate: func(p *v1.Pod) {
+				for i := range p.Spec.Containers {
+					p.Spec.Containers[i].Resources = v1.ResourceRequirements{}
+				}
+				p.Spec.Containers[0].Resources.Requests = nil
+			},
+			old: func(p *v1.Pod) {
+				p.Spec.Containers[0].Resources.Requests = nil
+				p.Spec.Containers[0].Resources.Limits = v1.ResourceList{v1.ResourceCPU: resource.MustParse("1")}
+			},
+			want: []wantErr{{field.ErrorTypeForbidden, "spec.containers[0].resources.limits"}, {field.ErrorTypeInvalid, "spec"}},
 		},
 		{
 			desc:    "env change is forbidden and named",
