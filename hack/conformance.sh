@@ -20,7 +20,8 @@
 #                              prints both figures and the specs that pass on
 #                              the kubelet only
 #   hack/conformance.sh ci     the CI subset (pods, init containers, probes,
-#                              hooks, configMap/secret/downward API volumes)
+#                              hooks, configMap/secret/downward API volumes,
+#                              in-place resize)
 #                              on splitlet alone; fails when a spec fails
 #
 # Must run as root. Environment:
@@ -50,9 +51,9 @@ source "$root/hack/lib/kube.sh"
 
 # The CI subset: the spec families the issue names (pods, init containers,
 # probes, hooks, configMap/secret/downward API volumes) plus the container
-# runtime, emptyDir, managed /etc/hosts and hostnameOverride specs;
-# NodeConformance only.
-ci_focus='(\[sig-node\] (Pods |InitContainer|Probing container|Container Lifecycle Hook|Downward API |Container Runtime |KubeletManagedEtcHosts|Override hostname of Pod)|\[sig-storage\] (ConfigMap|Secrets|Downward API volume|Projected |EmptyDir )).*\[NodeConformance\]'
+# runtime, emptyDir, managed /etc/hosts and hostnameOverride specs
+# (NodeConformance), and the six in-place resize specs ([Conformance]).
+ci_focus='(\[sig-node\] (Pods |InitContainer|Probing container|Container Lifecycle Hook|Downward API |Container Runtime |KubeletManagedEtcHosts|Override hostname of Pod)|\[sig-storage\] (ConfigMap|Secrets|Downward API volume|Projected |EmptyDir )).*\[NodeConformance\]|\[sig-node\] Pod InPlace Resize Container .*\[Conformance\]'
 # The full focus: NodeConformance, and the [Conformance] specs of sig-node and
 # sig-storage (one node serves them all: the rest of [Conformance] needs
 # several nodes or is about the control plane).
