@@ -87,7 +87,14 @@ func TestWatchersThatNeverReadAreDropped(t *testing.T) {
 		peakHeap, peakRSS = max(peakHeap, metric("go_memstats_heap_inuse_bytes")), max(peakRSS, metric("process_resident_memory_bytes"))
 		return goroutines < baseGoroutines+50, fmt.Sprintf("%.0f goroutines, from %.0f", goroutines, baseGoroutines)
 	})
-	heap = liveHeap(t, s)
+	// Streams still being dropped (up to 49 above) each hold a write of
+	// about 1.3 MiB, so the heap is judged once they are gone too: it must
+	// come back near its start within the write timeout, not at once.
+	waitFor(t, time.Minute, "the heap to come back near its start", func() (bool, string) {
+		heap = liveHeap(t, s)
+		return heap-baseHeap <= 32*mib, fmt.Sprintf("live heap %.1f MiB above its start", (heap-baseHeap)/mib)
+	})
+	goroutines = metric("go_goroutines")
 	rss := metric("process_resident_memory_bytes")
 	t.Logf("sync with %d pods of 32 KiB: before: live heap %.1f MiB, RSS %.1f MiB, %.0f goroutines; "+
 		"with %d watchers that never read: peak heap %.1f MiB, peak RSS %.1f MiB, %.0f goroutines; "+
@@ -96,9 +103,6 @@ func TestWatchersThatNeverReadAreDropped(t *testing.T) {
 	// The peak counts garbage too (heap in use between collections).
 	if peakHeap-baseHeap > 512*mib {
 		t.Errorf("heap grew by %.0f MiB with %d stuck watchers, want under 512 MiB", (peakHeap-baseHeap)/mib, watchers)
-	}
-	if heap-baseHeap > 32*mib {
-		t.Errorf("heap still %.0f MiB above its start after the watchers were dropped, want under 32 MiB", (heap-baseHeap)/mib)
 	}
 }
 
