@@ -21,13 +21,10 @@
 package allocation
 
 import (
-	"encoding/json"
-	"errors"
 	"fmt"
-	"io/fs"
-	"os"
-	"path/filepath"
 	"sync"
+
+	"github.com/splitlet/splitlet/services/sync/internal/jsonfile"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -75,23 +72,17 @@ func New(path string) (*Manager, error) {
 	if path == "" {
 		return m, nil
 	}
-	b, err := os.ReadFile(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return m, nil
+	var st state
+	if err := jsonfile.Load(path, &st); err != nil {
+		return m, fmt.Errorf("pod allocations %s: %w", path, err)
 	}
-	if err == nil {
-		var st state
-		if err = json.Unmarshal(b, &st); err == nil {
-			if st.Allocated != nil {
-				m.st.Allocated = st.Allocated
-			}
-			if st.Actuated != nil {
-				m.st.Actuated = st.Actuated
-			}
-			return m, nil
-		}
+	if st.Allocated != nil {
+		m.st.Allocated = st.Allocated
 	}
-	return m, fmt.Errorf("pod allocations %s: %w", path, err)
+	if st.Actuated != nil {
+		m.st.Actuated = st.Actuated
+	}
+	return m, nil
 }
 
 // UpdatePodFromAllocation returns pod with each container's resources
@@ -240,37 +231,13 @@ func (m *Manager) SetActuatedResources(uid types.UID, id string, r v1.ResourceRe
 	return m.saveLocked()
 }
 
-// saveLocked writes the store to a temporary file, syncs it and renames it
-// over the old one, so a crash leaves either the old or the new file.
+// saveLocked writes the file anew (jsonfile.Save: a crash leaves the old
+// file or the new one).
 func (m *Manager) saveLocked() error {
 	if m.path == "" {
 		return nil
 	}
-	b, err := json.Marshal(m.st)
-	if err != nil {
-		return err
-	}
-	dir := filepath.Dir(m.path)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return err
-	}
-	tmp, err := os.CreateTemp(dir, filepath.Base(m.path)+".*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(b); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp.Name(), m.path); err != nil {
+	if err := jsonfile.Save(m.path, m.st); err != nil {
 		return fmt.Errorf("pod allocations: %w", err)
 	}
 	return nil

@@ -1,14 +1,11 @@
 package pullcreds
 
 import (
-	"encoding/json"
-	"errors"
 	"fmt"
-	"io/fs"
-	"os"
-	"path/filepath"
 	"slices"
 	"sync"
+
+	"github.com/splitlet/splitlet/services/sync/internal/jsonfile"
 )
 
 // Records remembers which credentials pulled each image, so that a pod may
@@ -73,22 +70,17 @@ const maxSecretsPerImage = 100
 // could not pull on the strength of a lost record.
 func OpenRecords(path string) (*Records, error) {
 	r := &Records{path: path, data: recordsFile{Pulled: map[string]map[string]*access{}, Intents: map[string]int{}}}
-	b, err := os.ReadFile(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return r, nil
-	}
+	var data recordsFile
+	err := jsonfile.Load(path, &data)
 	if err == nil {
-		var data recordsFile
-		if err = json.Unmarshal(b, &data); err == nil {
-			if data.Pulled != nil {
-				r.data.Pulled = data.Pulled
-			}
-			if data.Intents != nil {
-				r.data.Intents = data.Intents
-			}
-			r.data.Distrust = data.Distrust
-			return r, nil
+		if data.Pulled != nil {
+			r.data.Pulled = data.Pulled
 		}
+		if data.Intents != nil {
+			r.data.Intents = data.Intents
+		}
+		r.data.Distrust = data.Distrust
+		return r, nil
 	}
 	r.data.Distrust = true
 	return r, fmt.Errorf("image pull records %s: %w (every image present is verified with the pod's credentials until it is pulled again)", path, err)
@@ -197,36 +189,13 @@ func (r *Records) EndPull(image, imageRef string, cred *Credential) error {
 	return r.saveLocked()
 }
 
-// saveLocked writes the records to a temporary file, syncs it and renames
-// it over the old one, so a crash leaves either the old or the new file.
+// saveLocked writes the file anew (jsonfile.Save: a crash leaves the old
+// file or the new one).
 func (r *Records) saveLocked() error {
 	if r.path == "" {
 		return nil
 	}
-	b, err := json.Marshal(r.data)
-	if err != nil {
-		return err
-	}
-	if err := os.MkdirAll(filepath.Dir(r.path), 0o700); err != nil {
-		return err
-	}
-	tmp, err := os.CreateTemp(filepath.Dir(r.path), filepath.Base(r.path)+".*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(b); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp.Name(), r.path); err != nil {
+	if err := jsonfile.Save(r.path, r.data); err != nil {
 		return fmt.Errorf("image pull records: %w", err)
 	}
 	return nil
