@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"path"
+	"strconv"
 	"strings"
 )
 
@@ -34,19 +35,29 @@ func parseList(s string) ([]string, error) {
 	return strings.Split(s, ","), nil
 }
 
-// fileCopy is one -file SRC:DST.
+// fileCopy is one -file SRC:DST[:MODE].
 type fileCopy struct {
-	Src string // path on this machine
-	Dst string // absolute path in the image
+	Src  string // path on this machine
+	Dst  string // absolute path in the image
+	Mode int64  // permission bits in the image, setuid/setgid/sticky included; 0: the source's
 }
 
 func parseFileFlag(v string) (fileCopy, error) {
-	src, dst, ok := strings.Cut(v, ":")
+	src, rest, ok := strings.Cut(v, ":")
+	dst, mode, hasMode := strings.Cut(rest, ":")
 	if !ok || src == "" || dst == "" {
-		return fileCopy{}, fmt.Errorf("-file %q: want SRC:DST", v)
+		return fileCopy{}, fmt.Errorf("-file %q: want SRC:DST or SRC:DST:MODE", v)
 	}
 	if !path.IsAbs(dst) {
 		return fileCopy{}, fmt.Errorf("-file %q: destination must be an absolute path in the image", v)
 	}
-	return fileCopy{Src: src, Dst: path.Clean(dst)}, nil
+	fc := fileCopy{Src: src, Dst: path.Clean(dst)}
+	if hasMode {
+		m, err := strconv.ParseInt(mode, 8, 64)
+		if err != nil || m <= 0 || m > 0o7777 {
+			return fileCopy{}, fmt.Errorf("-file %q: MODE %q is not an octal mode between 1 and 7777 (4755 for a setuid binary)", v, mode)
+		}
+		fc.Mode = m
+	}
+	return fc, nil
 }

@@ -34,7 +34,7 @@ func run(args []string) error {
 		return err
 	}
 	if out == "" && len(pushes) == 0 {
-		return fmt.Errorf("nothing to do: give -o FILE and/or -push REF")
+		return fmt.Errorf("nothing to do: give -o FILE and/or -push REF (or -push-registry with -ref)")
 	}
 	img, err := buildImage(spec)
 	if err != nil {
@@ -60,7 +60,7 @@ func parseFlags(args []string) (spec imageSpec, out string, pushes []string, err
 	var entrypoint, cmd string
 	fs.Var(&refs, "ref", "full image name written into the index, e.g. docker.io/library/busybox:1.36 (repeatable: one index entry per name)")
 	fs.StringVar(&spec.Busybox, "busybox", "", "path of a static busybox to install at /bin/busybox, with a /bin symlink per applet from `busybox --list`")
-	fs.Var(&files, "file", "SRC:DST copies the file SRC into the image at DST, keeping its mode (repeatable)")
+	fs.Var(&files, "file", "SRC:DST[:MODE] copies the file SRC into the image at DST with the octal MODE (4755: setuid), else the source's permissions (repeatable)")
 	fs.StringVar(&entrypoint, "entrypoint", "", `entrypoint as a JSON array ("[\"/pause\"]") or a comma list (/pause)`)
 	fs.StringVar(&cmd, "cmd", "", `default command as a JSON array or a comma list (sh)`)
 	fs.Var(&envs, "env", "KEY=VALUE added to the image config (repeatable); PATH has a default")
@@ -69,6 +69,8 @@ func parseFlags(args []string) (spec imageSpec, out string, pushes []string, err
 	fs.Var(&links, "symlink", "PATH:TARGET adds a symlink at PATH pointing to TARGET (repeatable)")
 	fs.StringVar(&out, "o", "", "write an OCI image layout tarball to this file")
 	fs.Var(&pushList, "push", "HOST:PORT/REPO:TAG of a plain-HTTP registry to push the image to (repeatable)")
+	var pushRegistry string
+	fs.StringVar(&pushRegistry, "push-registry", "", "HOST:PORT of a plain-HTTP registry to push the image to under each -ref's repository and tag (registry.k8s.io/pause:3.10 -> HOST:PORT/pause:3.10), as a KUBE_TEST_REPO_LIST maps the e2e suite's images")
 	if err := fs.Parse(args); err != nil {
 		return spec, "", nil, err
 	}
@@ -79,6 +81,13 @@ func parseFlags(args []string) (spec imageSpec, out string, pushes []string, err
 		return spec, "", nil, fmt.Errorf("-o needs at least one -ref to name the image")
 	}
 	spec.Refs = refs
+	if pushRegistry != "" {
+		rehosted, err := rehost(refs, pushRegistry)
+		if err != nil {
+			return spec, "", nil, err
+		}
+		pushList = append(pushList, rehosted...)
+	}
 	spec.Env = envs
 	for _, f := range files {
 		fc, err := parseFileFlag(f)

@@ -54,6 +54,10 @@ func TestParseFileFlag(t *testing.T) {
 		{desc: "relative dst", in: "a:pause", wantErr: true},
 		{desc: "no dst", in: "a", wantErr: true},
 		{desc: "empty src", in: ":/a", wantErr: true},
+		{desc: "setuid mode", in: "nnp:/usr/local/bin/nnp:4755", want: fileCopy{Src: "nnp", Dst: "/usr/local/bin/nnp", Mode: 0o4755}},
+		{desc: "mode not octal", in: "a:/a:rwx", wantErr: true},
+		{desc: "mode out of range", in: "a:/a:17777", wantErr: true},
+		{desc: "mode zero", in: "a:/a:0", wantErr: true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.desc, func(t *testing.T) {
@@ -306,6 +310,7 @@ func TestUserDirsSymlinksAndOwnPasswd(t *testing.T) {
 	out := filepath.Join(dir, "img.tar")
 	if err := run([]string{
 		"-ref", "registry.k8s.io/e2e-test-images/agnhost:2.63.0", "-file", pw + ":/etc/passwd",
+		"-file", pw + ":/usr/local/bin/nnp:4755",
 		"-dir", "/uploads", "-symlink", "/agnhost-2:agnhost", "-user", "1234:50000", "-o", out,
 	}); err != nil {
 		t.Fatalf("run: %v", err)
@@ -316,6 +321,12 @@ func TestUserDirsSymlinksAndOwnPasswd(t *testing.T) {
 	}
 	if string(contents["etc/group"]) != group {
 		t.Errorf("/etc/group = %q, want the default", contents["etc/group"])
+	}
+	if h := headers["etc/passwd"]; h == nil || h.Mode != 0o644 {
+		t.Errorf("/etc/passwd = %+v, want the source's mode 0644", h)
+	}
+	if h := headers["usr/local/bin/nnp"]; h == nil || h.Mode != 0o4755 || h.Uid != 0 {
+		t.Errorf("/usr/local/bin/nnp = %+v, want mode 4755 (setuid) owned by root", h)
 	}
 	if h := headers["uploads/"]; h == nil || h.Typeflag != tar.TypeDir || h.Mode != 0o755 {
 		t.Errorf("/uploads = %+v, want a 0755 directory", h)

@@ -43,3 +43,40 @@ func TestPushToPlainHTTPRegistry(t *testing.T) {
 		t.Errorf("pulled image layers = %d, %v; want 1", len(layers), err)
 	}
 }
+
+func TestRehost(t *testing.T) {
+	got, err := rehost([]string{"registry.k8s.io/e2e-test-images/agnhost:2.63.0", "registry.k8s.io/pause:3.10.2", "busybox"}, "127.0.0.1:5000")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"127.0.0.1:5000/e2e-test-images/agnhost:2.63.0", "127.0.0.1:5000/pause:3.10.2", "127.0.0.1:5000/library/busybox:latest"}
+	if !slices.Equal(got, want) {
+		t.Errorf("rehost = %q, want %q", got, want)
+	}
+	for _, bad := range []string{"", "127.0.0.1:5000/x"} {
+		if _, err := rehost([]string{"busybox"}, bad); err == nil {
+			t.Errorf("rehost(%q) succeeded, want an error naming -push-registry", bad)
+		}
+	}
+}
+
+// TestPushRegistryRehostsEveryRef pushes one image under two refs to a
+// registry given by host only, and pulls both names back from it.
+func TestPushRegistryRehostsEveryRef(t *testing.T) {
+	srv := httptest.NewServer(registry.New())
+	defer srv.Close()
+	host := strings.TrimPrefix(srv.URL, "http://")
+	bb := fakeBusybox(t, "busybox", "sh")
+	if err := run([]string{"-busybox", bb, "-cmd", "sh", "-ref", "registry.k8s.io/e2e-test-images/busybox:1.37.0-1", "-ref", "registry.k8s.io/pause:3.10.2", "-push-registry", host}); err != nil {
+		t.Fatalf("run -push-registry: %v", err)
+	}
+	for _, ref := range []string{host + "/e2e-test-images/busybox:1.37.0-1", host + "/pause:3.10.2"} {
+		r, err := name.ParseReference(ref, name.Insecure)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := remote.Image(r); err != nil {
+			t.Errorf("pull %s back: %v", ref, err)
+		}
+	}
+}

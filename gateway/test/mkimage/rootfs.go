@@ -113,7 +113,11 @@ func buildRootfs(spec imageSpec) ([]byte, error) {
 		if err != nil {
 			return nil, fmt.Errorf("-file %s: %w", f.Src, err)
 		}
-		if err := w.file(f.Dst, int64(info.Mode().Perm()), data); err != nil {
+		mode := f.Mode
+		if mode == 0 {
+			mode = int64(info.Mode().Perm())
+		}
+		if err := w.file(f.Dst, mode, data); err != nil {
 			return nil, err
 		}
 	}
