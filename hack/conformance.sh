@@ -5,11 +5,14 @@
 #
 # Outside any namespace it builds what the runs need: the control plane,
 # kubectl, kubelet, e2e.test and ginkgo at KUBE_VERSION (hack/lib/kube.sh,
-# cached in $SPLITLET_CACHE), Debian's etcd-server, containerd, runc, CNI
-# plugins and busybox-static, the e2e images (hack/conformance-images.sh)
-# and splitlet's binaries. It then re-runs itself in a new network namespace
-# (unshare --net) where, for each node agent in turn, it starts a fresh
-# containerd with a CNI bridge, imports the images and runs
+# cached in $SPLITLET_CACHE), the distribution registry (hack/lib/registry.sh),
+# Debian's etcd-server, containerd, runc, CNI plugins and busybox-static, the
+# e2e images (hack/conformance-images.sh) and splitlet's binaries. It then
+# re-runs itself in a new network namespace (unshare --net) where it serves
+# the images from a registry on $CONFORMANCE_REGISTRY, which the suite's
+# KUBE_TEST_REPO_LIST puts in place of registry.k8s.io, and, for each node
+# agent in turn, starts a fresh containerd with a CNI bridge (pause imported
+# as its sandbox image; every other image is pulled) and runs
 # bin/splitlet-conformance (package internal/conformance): a control plane
 # and that one node, then the suite through ginkgo. Nothing listens outside
 # the namespace.
@@ -21,7 +24,7 @@
 #                              the kubelet only
 #   hack/conformance.sh ci     the CI subset (pods, init containers, probes,
 #                              hooks, configMap/secret/downward API volumes,
-#                              in-place resize)
+#                              in-place resize, image volumes)
 #                              on splitlet alone; fails when a spec fails
 #
 # Must run as root. Environment:
@@ -29,6 +32,8 @@
 #                       full, "splitlet" for ci)
 #   CONFORMANCE_FOCUS   replaces the focus regular expression
 #   CONFORMANCE_PROCS   parallel ginkgo processes (default 6)
+#   CONFORMANCE_REGISTRY  the image registry's address in the namespace
+#                       (default 127.0.0.1:5000)
 #   CONFORMANCE_OUT     reports and logs (default _out/conformance); each
 #                       agent's run is in OUT/AGENT, its report in
 #                       OUT/AGENT/report/junit_01.xml
@@ -48,12 +53,16 @@ export CONTAINERD_PAUSE_IMAGE=registry.k8s.io/pause:3.10.2
 source "$root/hack/lib/containerd.sh"
 # shellcheck source-path=SCRIPTDIR source=lib/kube.sh
 source "$root/hack/lib/kube.sh"
+# shellcheck source-path=SCRIPTDIR source=lib/registry.sh
+source "$root/hack/lib/registry.sh"
+registry=${CONFORMANCE_REGISTRY:-127.0.0.1:5000}
 
 # The CI subset: the spec families the issue names (pods, init containers,
 # probes, hooks, configMap/secret/downward API volumes) plus the container
-# runtime, emptyDir, managed /etc/hosts and hostnameOverride specs
-# (NodeConformance), and the six in-place resize specs ([Conformance]).
-ci_focus='(\[sig-node\] (Pods |InitContainer|Probing container|Container Lifecycle Hook|Downward API |Container Runtime |KubeletManagedEtcHosts|Override hostname of Pod)|\[sig-storage\] (ConfigMap|Secrets|Downward API volume|Projected |EmptyDir )).*\[NodeConformance\]|\[sig-node\] Pod InPlace Resize Container .*\[Conformance\]'
+# runtime, emptyDir, managed /etc/hosts, hostnameOverride and
+# allowPrivilegeEscalation specs (NodeConformance), and the six in-place
+# resize specs and the image volume pulled Always ([Conformance]).
+ci_focus='(\[sig-node\] (Pods |InitContainer|Probing container|Container Lifecycle Hook|Downward API |Container Runtime |KubeletManagedEtcHosts|Override hostname of Pod|Security Context when creating containers with AllowPrivilegeEscalation)|\[sig-storage\] (ConfigMap|Secrets|Downward API volume|Projected |EmptyDir )).*\[NodeConformance\]|\[sig-node\] (Pod InPlace Resize Container|ImageVolume) .*\[Conformance\]'
 # The full focus: NodeConformance, and the [Conformance] specs of sig-node and
 # sig-storage (one node serves them all: the rest of [Conformance] needs
 # several nodes or is about the control plane).
@@ -80,12 +89,23 @@ inner() {
   # The node's address (internal/conformance.NodeIP): the kubelet refuses a
   # loopback one. TEST-NET-1 on lo, so nothing leaves the namespace.
   ip addr add 192.0.2.10/32 dev lo
+  trap registry_stop EXIT
+  registry_serve "$workdir/registry" "$registry"
+  "$root/hack/conformance-images.sh" "$workdir/images" "$registry"
+  # The suite names its images in this registry instead of registry.k8s.io
+  # (test/utils/image/manifest.go); the invalid and private registries of
+  # the pull-failure specs keep their names.
+  cat >"$workdir/repo-list.yaml" <<YAML
+promoterE2eRegistry: $registry/e2e-test-images
+gcRegistry: $registry
+YAML
+  export KUBE_TEST_REPO_LIST=$workdir/repo-list.yaml
   for agent in $agents; do
     log "---- $agent ----"
     (
       trap containerd_stop EXIT
       CONTAINERD_WITH_CNI=1 containerd_start "$workdir/ctrd-$agent" >/dev/null
-      containerd_import "$workdir"/images/{pause,busybox,agnhost,nonroot,glibc-dns-testing}.tar 2>/dev/null
+      containerd_import "$workdir/images/pause.tar" 2>/dev/null
       rm -rf "${out:?}/$agent"
       "$root/bin/splitlet-conformance" --node="$agent" --kube-bin="$KUBE_BIN_DIR" --bin="$root/bin" \
         --dir="$out/$agent" --runtime-endpoint="unix://$CONTAINERD_SOCK" \
@@ -130,6 +150,7 @@ kube_build "${components[@]}"
 kube_build_e2e
 kube_install_etcd
 CONTAINERD_WITH_CNI=1 containerd_install
+registry_build
 log "building the e2e images and splitlet's binaries"
 "$root/hack/conformance-images.sh" "$workdir/images"
 make -C "$root" build >/dev/null

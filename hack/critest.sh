@@ -4,7 +4,7 @@
 # print both pass/fail lists and the counts, and fail when a spec passes directly
 # but not through the gateway. Needs root; installs what it needs from Debian.
 #
-# Images: critest always pulls. A local registry (Debian docker-registry on
+# Images: critest always pulls. A local registry (hack/lib/registry.sh, on
 # $CRITEST_REGISTRY) serves the images gateway/test/critestimages builds from
 # busybox-static, and containerd mirrors registry.k8s.io and gcr.io to it.
 #
@@ -30,12 +30,13 @@ export CONTAINERD_WITH_CNI=1
 
 # shellcheck source=hack/lib/cache.sh
 source hack/lib/cache.sh
+# shellcheck source=hack/lib/registry.sh
+source hack/lib/registry.sh
 # crictl and critest, built once per version outside the clone.
 TOOLS=$CRI_TOOLS_DIR
 OUT=$ROOT/_out/critest
 REGISTRY=${CRITEST_REGISTRY:-127.0.0.1:5000}
 WORK=$(mktemp -d /tmp/splitlet-critest.XXXXXX)
-REGISTRY_PID=""
 GATEWAY_PID=""
 
 log() { echo "[critest] $*" >&2; }
@@ -45,7 +46,7 @@ cleanup() {
   set +e
   if [ -n "$GATEWAY_PID" ]; then kill "$GATEWAY_PID" 2>/dev/null; wait "$GATEWAY_PID" 2>/dev/null; fi
   containerd_stop
-  if [ -n "$REGISTRY_PID" ]; then kill "$REGISTRY_PID" 2>/dev/null; wait "$REGISTRY_PID" 2>/dev/null; fi
+  registry_stop
   if [ "${CRITEST_KEEP:-}" = 1 ]; then
     log "kept $WORK"
   else
@@ -81,7 +82,6 @@ build_critools() {
 
 install_packages() {
   local missing=()
-  command -v docker-registry >/dev/null || missing+=(docker-registry)
   command -v jq >/dev/null || missing+=(jq)
   command -v ipcmk >/dev/null || missing+=(util-linux) # critest's HostIpc specs
   if [ ${#missing[@]} -gt 0 ]; then
@@ -89,36 +89,7 @@ install_packages() {
     _apt_install "${missing[@]}"
   fi
   containerd_install
-}
-
-start_registry() {
-  if (exec 3<>"/dev/tcp/${REGISTRY%:*}/${REGISTRY#*:}") 2>/dev/null; then
-    log "something already listens on $REGISTRY; set CRITEST_REGISTRY to a free address"
-    return 1
-  fi
-  mkdir -p "$WORK/registry/data"
-  cat >"$WORK/registry/config.yml" <<YAML
-version: 0.1
-log:
-  level: warn
-storage:
-  filesystem:
-    rootdirectory: $WORK/registry/data
-http:
-  addr: $REGISTRY
-YAML
-  docker-registry serve "$WORK/registry/config.yml" >"$OUT/registry.log" 2>&1 &
-  REGISTRY_PID=$!
-  for _ in $(seq 1 100); do
-    if curl -fsS "http://$REGISTRY/v2/" >/dev/null 2>&1; then
-      log "registry ready on $REGISTRY (pid $REGISTRY_PID)"
-      return 0
-    fi
-    kill -0 "$REGISTRY_PID" 2>/dev/null || { cat "$OUT/registry.log" >&2; return 1; }
-    sleep 0.1
-  done
-  log "registry did not answer on $REGISTRY"
-  return 1
+  registry_build
 }
 
 push_images() {
@@ -241,7 +212,8 @@ main() {
     log "building splitlet-gateway"
     make -s build
   fi
-  start_registry
+  registry_serve "$WORK/registry" "$REGISTRY"
+  log "registry ready on $REGISTRY (pid $REGISTRY_PID)"
   push_images
   write_mirrors
 

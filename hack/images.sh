@@ -11,7 +11,10 @@
 #
 # Environment: BUSYBOX (default /bin/busybox, from Debian's busybox-static),
 # PAUSE_IMAGE (default registry.k8s.io/pause:3.10),
-# BUSYBOX_IMAGES (default "docker.io/library/busybox:1.36 docker.io/library/busybox:latest").
+# BUSYBOX_IMAGES (default "docker.io/library/busybox:1.36 docker.io/library/busybox:latest"),
+# PUSH_REGISTRY (HOST:PORT of a plain-HTTP registry: each image is pushed there
+# too, under its names with the registry host replaced, as mkimage
+# -push-registry does).
 set -euo pipefail
 
 if [ $# -ne 1 ]; then
@@ -23,6 +26,8 @@ mkdir -p "$1"
 out=$(cd "$1" && pwd)
 busybox=${BUSYBOX:-/bin/busybox}
 pause_image=${PAUSE_IMAGE:-registry.k8s.io/pause:3.10}
+push=()
+if [ -n "${PUSH_REGISTRY:-}" ]; then push=(-push-registry "$PUSH_REGISTRY"); fi
 read -r -a busybox_images <<<"${BUSYBOX_IMAGES:-docker.io/library/busybox:1.36 docker.io/library/busybox:latest}"
 
 if [ ! -x "$busybox" ]; then
@@ -37,10 +42,10 @@ mkdir -p "$out/bin"
   CGO_ENABLED=0 go build -trimpath -o "$out/bin/mkimage" ./test/mkimage)
 
 "$out/bin/mkimage" -ref "$pause_image" -file "$out/bin/pause:/pause" \
-  -entrypoint /pause -o "$out/pause.tar"
+  -entrypoint /pause "${push[@]}" -o "$out/pause.tar"
 
 refs=()
 for r in "${busybox_images[@]}"; do refs+=(-ref "$r"); done
-"$out/bin/mkimage" "${refs[@]}" -busybox "$busybox" -cmd sh -o "$out/busybox.tar"
+"$out/bin/mkimage" "${refs[@]}" -busybox "$busybox" -cmd sh "${push[@]}" -o "$out/busybox.tar"
 
 echo "images.sh: wrote $out/pause.tar ($pause_image) and $out/busybox.tar (${busybox_images[*]})" >&2

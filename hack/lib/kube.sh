@@ -123,15 +123,17 @@ kube_build_e2e() {
 	fi
 }
 
-# kube_build_agnhost builds the e2e suite's agnhost binary (static) into
-# $KUBE_BIN_DIR, unless there; hack/conformance-images.sh puts it in the
-# agnhost image.
-kube_build_agnhost() {
-	[[ -x $KUBE_BIN_DIR/agnhost ]] && { kube_log "cached: $KUBE_BIN_DIR/agnhost"; return 0; }
+# kube_build_image_binary NAME builds the static binary of the e2e image
+# test/images/NAME (agnhost, nonewprivs) from the Kubernetes module into
+# $KUBE_BIN_DIR/NAME, unless there; hack/conformance-images.sh puts it in
+# that image.
+kube_build_image_binary() {
+	local name=$1
+	[[ -x $KUBE_BIN_DIR/$name ]] && { kube_log "cached: $KUBE_BIN_DIR/$name"; return 0; }
 	kube_source
 	mkdir -p "$KUBE_BIN_DIR"
 	(cd "$KUBE_DIR/src" && GOWORK=off GOFLAGS=-mod=mod CGO_ENABLED=0 \
-		go build -o "$KUBE_BIN_DIR/.agnhost.tmp.$$" ./test/images/agnhost)
-	mv "$KUBE_BIN_DIR/.agnhost.tmp.$$" "$KUBE_BIN_DIR/agnhost"
-	kube_log "built $KUBE_BIN_DIR/agnhost"
+		go build -o "$KUBE_BIN_DIR/.$name.tmp.$$" "./test/images/$name")
+	mv "$KUBE_BIN_DIR/.$name.tmp.$$" "$KUBE_BIN_DIR/$name"
+	kube_log "built $KUBE_BIN_DIR/$name"
 }
