@@ -83,10 +83,13 @@ func computePodResizeAction(pod *v1.Pod, containerIdx int, init bool, status *co
 	if status.State != container.ContainerStateRunning {
 		return true
 	}
-	spec := &pod.Spec.Containers[containerIdx]
+	// containerIdx indexes the init containers when init: a sidecar's
+	// index may be past the end of the regular containers.
+	specs := pod.Spec.Containers
 	if init {
-		spec = &pod.Spec.InitContainers[containerIdx]
+		specs = pod.Spec.InitContainers
 	}
+	spec := &specs[containerIdx]
 	desired := containerResourcesFromRequirements(&spec.Resources)
 	// An instance without a record of what it runs with is taken as
 	// running with nothing set: an update is idempotent (the kubelet does

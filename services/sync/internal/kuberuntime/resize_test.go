@@ -250,3 +250,32 @@ func TestPodResizeMemoryLimitBelowUsage(t *testing.T) {
 		})
 	}
 }
+
+// TestSidecarResizePastRegularContainers: a running sidecar whose index
+// among the init containers is past the end of the regular containers is
+// resized like any other. (Sync panicked on this pod shape when the
+// sidecar was looked up among the regular containers: the full
+// conformance run of 2026-12-05 lost its node to it.)
+func TestSidecarResizePastRegularContainers(t *testing.T) {
+	pod := makeTestPod()
+	pod.Spec.Containers = pod.Spec.Containers[:1]
+	side := sidecar("side")
+	side.Resources = limits("200m", "")
+	pod.Spec.InitContainers = []v1.Container{initContainer("init1"), initContainer("init2"), side}
+	ps := makeTestPodStatus(pod)
+	for _, c := range pod.Spec.InitContainers[:2] {
+		ps.ContainerStatuses = append(ps.ContainerStatuses, exited(c.Name, 0))
+	}
+	st := running("side")
+	st.Resources = ptr(limits("100m", ""))
+	ps.ContainerStatuses = append(ps.ContainerStatuses, st)
+
+	actions := computePodActions(context.Background(), pod, ps, nil, false)
+	got := actions.ContainersToUpdate[v1.ResourceCPU]
+	if len(got) != 1 || got[0].Container.Name != "side" || got[0].ContainerID != st.ID {
+		t.Fatalf("cpu updates = %+v, want the sidecar to its allocation", got)
+	}
+	if len(actions.ContainersToKill) != 0 || len(actions.InitContainersToStart) != 0 || actions.KillPod {
+		t.Errorf("actions = %v, want only the sidecar's update", actions)
+	}
+}
