@@ -89,33 +89,68 @@ func Run(ctx context.Context, cfg Config) (Results, error) {
 		return nil, fmt.Errorf("control plane: %w", err)
 	}
 	defer c.Stop()
-	stop, err := startNode(ctx, cfg, c)
+	procs, stop, err := startNode(ctx, cfg, c)
 	if err != nil {
 		return nil, fmt.Errorf("%s node: %w", cfg.Node, err)
 	}
 	defer stop()
-	if err := waitNodeReady(ctx, c.AdminKubeconfig, cfg.NodeName(), 3*time.Minute); err != nil {
-		return nil, err
+	// A node process that dies mid-run (a panic, say) is a failure of the
+	// run, not of the specs left: end the suite then and say which process
+	// and where its log is, rather than let every later spec time out on
+	// an unreachable node. (Registered after stop, so it is cancelled
+	// before the node is stopped on purpose.)
+	suiteCtx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	watchNode(suiteCtx, procs, cancel)
+	if err := waitNodeReady(suiteCtx, c.AdminKubeconfig, cfg.NodeName(), 3*time.Minute); err != nil {
+		return nil, nodeDied(suiteCtx, err)
 	}
 	log.Info("node ready; running the suite", zap.String("node", cfg.NodeName()), zap.String("focus", cfg.Focus))
 	report := filepath.Join(cfg.Dir, "report")
-	if err := runSuite(ctx, cfg, c.AdminKubeconfig, report); err != nil {
+	if err := runSuite(suiteCtx, cfg, c.AdminKubeconfig, report); err != nil {
+		return nil, nodeDied(suiteCtx, err)
+	}
+	if err := nodeDied(suiteCtx, nil); err != nil {
 		return nil, err
 	}
 	return ReadJUnit(filepath.Join(report, "junit_01.xml"))
 }
 
+// watchNode cancels ctx, with the process's exit as the cause, when any
+// of procs ends before ctx is done.
+func watchNode(ctx context.Context, procs []*stack.Process, cancel context.CancelCauseFunc) {
+	for _, p := range procs {
+		go func() {
+			select {
+			case <-p.Done():
+				cancel(p.Exited())
+			case <-ctx.Done():
+			}
+		}()
+	}
+}
+
+// nodeDied is the error of a run whose node process ended under ctx
+// (watchNode), else err.
+func nodeDied(ctx context.Context, err error) error {
+	if cause := context.Cause(ctx); errors.Is(cause, stack.ErrExited) {
+		return fmt.Errorf("the node died during the run (the suite's report is partial): %w", cause)
+	}
+	return err
+}
+
 // startNode starts the node agent with the node's own identity and a
-// serving certificate the API server verifies, and returns how to stop it.
-func startNode(ctx context.Context, cfg Config, c *cluster.Cluster) (stop func(), err error) {
+// serving certificate the API server verifies, and returns its processes
+// and how to stop it.
+func startNode(ctx context.Context, cfg Config, c *cluster.Cluster) (procs []*stack.Process, stop func(), err error) {
 	name := cfg.NodeName()
 	kubeconfig, err := c.NodeKubeconfig(name)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	certFile, keyFile, err := c.NodeServingCert(name, []net.IP{NodeIP})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	switch cfg.Node {
 	case Splitlet:
@@ -141,19 +176,19 @@ func startNode(ctx context.Context, cfg Config, c *cluster.Cluster) (stop func()
 			Logger: cfg.Logger,
 		})
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		return st.Stop, nil
+		return st.Processes(), st.Stop, nil
 	case Kubelet:
 		return startKubelet(ctx, cfg, c, kubeconfig, certFile, keyFile)
 	}
-	return nil, fmt.Errorf("unknown node kind %q: %s or %s", cfg.Node, Splitlet, Kubelet)
+	return nil, nil, fmt.Errorf("unknown node kind %q: %s or %s", cfg.Node, Splitlet, Kubelet)
 }
 
 // startKubelet starts a real kubelet of the version the control plane
 // runs, with the same identity, certificate and address a splitlet node
 // gets.
-func startKubelet(ctx context.Context, cfg Config, c *cluster.Cluster, kubeconfig, certFile, keyFile string) (func(), error) {
+func startKubelet(ctx context.Context, cfg Config, c *cluster.Cluster, kubeconfig, certFile, keyFile string) ([]*stack.Process, func(), error) {
 	n, err := kubeletnode.Start(ctx, kubeletnode.Config{
 		KubeletBin:      filepath.Join(cfg.KubeBin, "kubelet"),
 		Dir:             filepath.Join(cfg.Dir, "node"),
@@ -168,9 +203,9 @@ func startKubelet(ctx context.Context, cfg Config, c *cluster.Cluster, kubeconfi
 		Logger:          cfg.Logger,
 	})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return func() {
+	return []*stack.Process{n.Process}, func() {
 		if err := n.Stop(); err != nil {
 			cfg.Logger.Warn("stopping the kubelet", zap.Error(err))
 		}
