@@ -61,8 +61,10 @@ registry=${CONFORMANCE_REGISTRY:-127.0.0.1:5000}
 # probes, hooks, configMap/secret/downward API volumes) plus the container
 # runtime, emptyDir, managed /etc/hosts, hostnameOverride and
 # allowPrivilegeEscalation specs (NodeConformance), and the six in-place
-# resize specs and the image volume pulled Always ([Conformance]).
-ci_focus='(\[sig-node\] (Pods |InitContainer|Probing container|Container Lifecycle Hook|Downward API |Container Runtime |KubeletManagedEtcHosts|Override hostname of Pod|Security Context when creating containers with AllowPrivilegeEscalation)|\[sig-storage\] (ConfigMap|Secrets|Downward API volume|Projected |EmptyDir )).*\[NodeConformance\]|\[sig-node\] (Pod InPlace Resize Container|ImageVolume) .*\[Conformance\]'
+# resize specs and the image volume pulled Always ([Conformance]), and the
+# sidecars' lifecycle hooks (a sidecar past the last regular container once
+# panicked sync; only the full run saw it).
+ci_focus='(\[sig-node\] (Pods |InitContainer|Probing container|Container Lifecycle Hook|Downward API |Container Runtime |KubeletManagedEtcHosts|Override hostname of Pod|Security Context when creating containers with AllowPrivilegeEscalation)|\[sig-storage\] (ConfigMap|Secrets|Downward API volume|Projected |EmptyDir )).*\[NodeConformance\]|\[sig-node\] (Pod InPlace Resize Container|ImageVolume) .*\[Conformance\]|\[NodeConformance\] \[FeatureGate:SidecarContainers\] Restartable Init Container Lifecycle Hook'
 # The full focus: NodeConformance, and the [Conformance] specs of sig-node and
 # sig-storage (one node serves them all: the rest of [Conformance] needs
 # several nodes or is about the control plane).
