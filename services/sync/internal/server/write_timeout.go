@@ -14,8 +14,11 @@ const WriteTimeout = 10 * time.Second
 
 // withWriteTimeout gives every write of h's responses d to complete: before
 // each write and flush it moves the connection's (HTTP/1.1) or stream's
-// (HTTP/2) write deadline d ahead, so a stream that keeps flowing never
-// times out and one whose client stopped reading fails its next write.
+// (HTTP/2) write deadline d ahead, and clears it once the write is done, so
+// a stream whose client stopped reading fails the write that waits, and a
+// quiet one (a watch with no pod events for a while) is never cut: an
+// HTTP/2 stream's deadline resets the stream when it passes, whether or not
+// a write is waiting, where a connection's only fails a write.
 func withWriteTimeout(h http.Handler, d time.Duration) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		rc := http.NewResponseController(w)
@@ -44,16 +47,24 @@ type deadlineWriter struct {
 func (w *deadlineWriter) Write(p []byte) (int, error) {
 	_ = w.rc.SetWriteDeadline(time.Now().Add(w.d))
 	n, err := w.ResponseWriter.Write(p)
-	w.failed = w.failed || err != nil
+	w.done(err)
 	return n, err
+}
+
+// done ends a write's deadline; after a failed one the deadline is left
+// to cut the stream.
+func (w *deadlineWriter) done(err error) {
+	if err != nil {
+		w.failed = true
+		return
+	}
+	_ = w.rc.SetWriteDeadline(time.Time{})
 }
 
 // Flush is what Connect calls after each streamed message.
 func (w *deadlineWriter) Flush() {
 	_ = w.rc.SetWriteDeadline(time.Now().Add(w.d))
-	if err := w.rc.Flush(); err != nil {
-		w.failed = true
-	}
+	w.done(w.rc.Flush())
 }
 
 // Unwrap lets http.ResponseController reach the server's writer.
