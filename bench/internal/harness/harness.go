@@ -48,6 +48,9 @@ type Config struct {
 	// KubeletArgs are appended to the kubelet's command line (a later
 	// flag wins, so "--v=4" raises its log level).
 	KubeletArgs []string
+	// SyncArgs, GatewayArgs and AdmissionArgs are flags added to each
+	// splitlet process's command line (e.g. --resync-interval=1m).
+	SyncArgs, GatewayArgs, AdmissionArgs []string
 	// KubeletPodsInterval is how often the kubelet's /pods is read for
 	// the status point (0: 1 ms per pod, at least 100 ms; negative: not
 	// read, no status point).

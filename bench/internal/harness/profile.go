@@ -18,16 +18,13 @@ import (
 const defaultProfileSeconds = 10
 
 // startProfiles starts a CPU profile of every process serving pprof
-// (targets: name to base URL) and
-// returns a function that waits for them and lists the files written.
-// Failures are logged, not fatal: a profile is a diagnosis, not a figure.
-func startProfiles(ctx context.Context, cfg Config, n int, targets map[string]string) func() []string {
+// (targets: name to base URL), secs long, written to
+// <name>-<label>.pprof, and returns a function that waits for them and
+// lists the files written. Failures are logged, not fatal: a profile is a
+// diagnosis, not a figure.
+func startProfiles(ctx context.Context, cfg Config, label string, secs int, targets map[string]string) func() []string {
 	if cfg.ProfileDir == "" {
 		return func() []string { return nil }
-	}
-	secs := cfg.ProfileSeconds
-	if secs <= 0 {
-		secs = defaultProfileSeconds
 	}
 	log := logctx.From(ctx)
 	var (
@@ -36,7 +33,7 @@ func startProfiles(ctx context.Context, cfg Config, n int, targets map[string]st
 		files []string
 	)
 	for name, base := range targets {
-		path := filepath.Join(cfg.ProfileDir, fmt.Sprintf("%s-%d.pprof", name, n))
+		path := filepath.Join(cfg.ProfileDir, fmt.Sprintf("%s-%s.pprof", name, label))
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -54,6 +51,14 @@ func startProfiles(ctx context.Context, cfg Config, n int, targets map[string]st
 		wg.Wait()
 		return files
 	}
+}
+
+// burstProfileSeconds is the length of a burst's profile.
+func burstProfileSeconds(cfg Config) int {
+	if cfg.ProfileSeconds > 0 {
+		return cfg.ProfileSeconds
+	}
+	return defaultProfileSeconds
 }
 
 func fetchProfile(ctx context.Context, url, path string, timeout time.Duration) error {

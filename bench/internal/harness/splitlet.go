@@ -3,6 +3,7 @@ package harness
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"sync"
 	"time"
 
@@ -65,7 +66,7 @@ func runSplitlet(ctx context.Context, cfg Config, n int) (r Result) {
 	log.Info("burst: applying pods", zap.Int("concurrency", cfg.Concurrency), zap.Int("batch", cfg.Batch))
 	// The calls are bounded too: a stuck sync must end the run, not hang it.
 	callCtx, callCancel := context.WithTimeout(ctx, cfg.Timeout)
-	profiled := startProfiles(ctx, cfg, n, profileTargets(cfg, st))
+	profiled := startProfiles(ctx, cfg, strconv.Itoa(n), burstProfileSeconds(cfg), profileTargets(cfg, st))
 	starts, t0 := applyAll(callCtx, client, names, cfg, multiManifest, &r)
 	callCancel()
 	wctx, wcancel := context.WithTimeout(ctx, cfg.Timeout)
@@ -98,7 +99,11 @@ func runSplitlet(ctx context.Context, cfg Config, n int) (r Result) {
 
 	if cfg.Steady > 0 {
 		log.Info("steady state", zap.Duration("window", cfg.Steady))
+		// The steady profile covers the window but for its last second,
+		// so that it is written by the time the window ends.
+		steadyProfiled := startProfiles(ctx, cfg, fmt.Sprintf("%d-steady", n), max(1, int(cfg.Steady.Seconds())-1), profileTargets(cfg, st))
 		r.Steady, err = sampleWindow(ctx, all, cfg.Steady, time.Second)
+		r.Profiles = append(r.Profiles, steadyProfiled()...)
 		if err != nil {
 			r.fail(err)
 			return r

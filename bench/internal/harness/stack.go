@@ -70,6 +70,9 @@ func startStack(ctx context.Context, cfg Config, o stackOptions) (*stack.Stack, 
 		sc.AdmissionArgs = append(sc.AdmissionArgs, arg)
 		sc.SyncArgs = append(sc.SyncArgs, arg)
 	}
+	sc.GatewayArgs = append(sc.GatewayArgs, cfg.GatewayArgs...)
+	sc.AdmissionArgs = append(sc.AdmissionArgs, cfg.AdmissionArgs...)
+	sc.SyncArgs = append(sc.SyncArgs, cfg.SyncArgs...)
 	s, err := stack.Start(ctx, sc)
 	if err != nil {
 		return nil, nil, err
