@@ -38,10 +38,12 @@ const (
 	DefaultRuntimeEndpoint = "unix:///run/splitlet/gateway.sock"
 	DefaultStateDir        = "/var/lib/splitlet/sync"
 	DefaultPodLogsRoot     = "/var/log/pods"
-	// DefaultResyncInterval: the kubelet's --sync-frequency is 1 min; sync
-	// resyncs every 10 s, which bounds how late a back-off restart or a
-	// missed event is noticed, at little cost with events and a 1 s relist.
-	DefaultResyncInterval = 10 * time.Second
+	// DefaultResyncInterval is the kubelet's --sync-frequency. Events, the
+	// 1 s relist, probe results, active deadlines and the back-off retry
+	// (BackOffBase after a failed sync) start every sync that has a cause;
+	// the resync only catches what none of them reports, and at 10 s it was
+	// half of an idle node's CPU (BENCHMARKS.md, thirteenth session).
+	DefaultResyncInterval = time.Minute
 	// DefaultRelistInterval is the kubelet's PLEG relist period.
 	DefaultRelistInterval = time.Second
 	// DefaultFileCheckFrequency is how often the manifest directory is

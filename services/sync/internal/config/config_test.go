@@ -120,7 +120,7 @@ func TestParse(t *testing.T) {
 		}},
 		{desc: "flags for /flagz: every flag, effective values, headers classified", args: []string{"--state-dir=/s", "--manifest-url-header=Authorization:Bearer secret"}, check: func(c Config) bool {
 			return c.Flags["state-dir"] == "/s" && c.Flags["cert-dir"] == "/s/pki" && c.Flags["node-api-addr"] == "" &&
-				c.Flags["resync-interval"] == "10s" && c.Flags["crashloop-backoff-base"] == "10s" &&
+				c.Flags["resync-interval"] == "1m0s" && c.Flags["crashloop-backoff-base"] == "10s" &&
 				c.Flags["manifest-url-header"] == "CLASSIFIED" && !strings.Contains(fmt.Sprint(c.Flags), "secret")
 		}},
 		{desc: "stray argument", args: []string{"extra"}, wantErr: "unexpected arguments"},

@@ -84,9 +84,8 @@ type Finalizer interface {
 // Options configure the sync loop.
 type Options struct {
 	// ResyncInterval is how long after a successful sync a pod is synced
-	// again without any event (the kubelet's --sync-frequency, 1 min; sync
-	// defaults to 10 s because its relist and events are cheaper than the
-	// kubelet's and a faster resync bounds the delay of back-off restarts).
+	// again without any event (the kubelet's --sync-frequency, 1 min, is
+	// the flag's default; unset here it is 10 s, for tests).
 	ResyncInterval time.Duration
 	// BackOffPeriod is how long after a failed sync (including a restart
 	// refused by CrashLoopBackOff) the pod is retried (the kubelet's
