@@ -35,8 +35,12 @@ type Event struct {
 
 // Manager is safe for concurrent use.
 type Manager struct {
-	mu       sync.RWMutex
-	byUID    map[types.UID]*v1.Pod
+	mu    sync.RWMutex
+	byUID map[types.UID]*v1.Pod
+	// sorted holds byUID's pods in podOrder, kept as pods come and go so
+	// that GetPods, called per admission batch and per housekeeping and
+	// sync-loop tick, copies it instead of sorting every pod each time.
+	sorted   []*v1.Pod
 	byName   map[string]types.UID
 	statuses map[types.UID]v1.PodStatus
 	subs     map[int]chan Event
@@ -71,10 +75,14 @@ func (m *Manager) AddPod(pod *v1.Pod) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	typ := Modified
-	if _, ok := m.byUID[pod.UID]; !ok {
+	if old, ok := m.byUID[pod.UID]; ok {
+		m.unsortLocked(old)
+	} else {
 		typ = Added
 	}
 	m.byUID[pod.UID] = pod
+	i, _ := slices.BinarySearchFunc(m.sorted, pod, podOrder)
+	m.sorted = slices.Insert(m.sorted, i, pod)
 	m.byName[fullName(pod.Namespace, pod.Name)] = pod.UID
 	m.publishLocked(Event{Type: typ, Pod: m.withStatus(pod)})
 }
@@ -92,6 +100,7 @@ func (m *Manager) RemovePod(pod *v1.Pod) {
 	}
 	ev := Event{Type: Deleted, Pod: m.withStatus(known)}
 	delete(m.byUID, pod.UID)
+	m.unsortLocked(known)
 	if m.byName[fullName(pod.Namespace, pod.Name)] == pod.UID {
 		delete(m.byName, fullName(pod.Namespace, pod.Name))
 	}
@@ -121,12 +130,14 @@ func (m *Manager) GetPodByFullName(namespace, name string) *v1.Pod {
 func (m *Manager) GetPods() []*v1.Pod {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
-	pods := make([]*v1.Pod, 0, len(m.byUID))
-	for _, p := range m.byUID {
-		pods = append(pods, p)
+	return slices.Clone(m.sorted)
+}
+
+// unsortLocked takes pod, as recorded, out of m.sorted.
+func (m *Manager) unsortLocked(pod *v1.Pod) {
+	if i, found := slices.BinarySearchFunc(m.sorted, pod, podOrder); found {
+		m.sorted = slices.Delete(m.sorted, i, i+1)
 	}
-	sortPods(pods)
-	return pods
 }
 
 // GetPodsWithStatus returns copies of every pod carrying its status, ordered
@@ -146,10 +157,12 @@ func (m *Manager) GetPodsWithStatus() []*v1.Pod {
 // comparing the fields in place: building namespace/name strings in the
 // comparison made sorting the admission's active set a tenth of sync's CPU
 // in a 1000-pod burst.
-func sortPods(pods []*v1.Pod) {
-	slices.SortFunc(pods, func(a, b *v1.Pod) int {
-		return cmp.Or(strings.Compare(a.Namespace, b.Namespace), strings.Compare(a.Name, b.Name))
-	})
+func sortPods(pods []*v1.Pod) { slices.SortFunc(pods, podOrder) }
+
+// podOrder is namespace, name, then UID: a deleted pod and its
+// replacement share a name until the first is gone.
+func podOrder(a, b *v1.Pod) int {
+	return cmp.Or(strings.Compare(a.Namespace, b.Namespace), strings.Compare(a.Name, b.Name), strings.Compare(string(a.UID), string(b.UID)))
 }
 
 // GetPodStatus returns the latest generated status of a pod.

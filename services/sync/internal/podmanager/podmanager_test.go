@@ -1,6 +1,9 @@
 package podmanager
 
 import (
+	"fmt"
+	"math/rand/v2"
+	"strconv"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
@@ -81,5 +84,44 @@ func TestGetPodPhase(t *testing.T) {
 	}
 	if _, ok := m.GetPodPhase("other"); ok {
 		t.Error("phase for a pod the manager does not know")
+	}
+}
+
+// GetPods keeps its order (namespace, name, UID) and its latest pods while
+// pods are added, replaced, deleted and re-created under the same name in
+// any order: the order is kept as pods change, no longer sorted per call.
+func TestGetPodsStaysOrdered(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	m := New()
+	want := map[types.UID]*v1.Pod{}
+	for step := range 3000 {
+		uid := types.UID(fmt.Sprintf("uid-%d", rng.IntN(60)))
+		ns, name := fmt.Sprintf("ns-%d", rng.IntN(3)), fmt.Sprintf("pod-%d", rng.IntN(15))
+		if old, ok := want[uid]; ok {
+			// A known UID keeps its name; the pod object is new.
+			ns, name = old.Namespace, old.Name
+		}
+		pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{UID: uid, Namespace: ns, Name: name,
+			Labels: map[string]string{"step": strconv.Itoa(step)}}}
+		if rng.IntN(3) == 0 {
+			m.RemovePod(pod)
+			delete(want, uid)
+		} else {
+			m.AddPod(pod)
+			want[uid] = pod
+		}
+		got := m.GetPods()
+		if len(got) != len(want) {
+			t.Fatalf("step %d: %d pods, want %d", step, len(got), len(want))
+		}
+		for i, p := range got {
+			if want[p.UID] != p {
+				t.Fatalf("step %d: pod %s is not the latest recorded", step, p.UID)
+			}
+			if i > 0 && podOrder(got[i-1], p) >= 0 {
+				t.Fatalf("step %d: %s/%s (%s) listed before %s/%s (%s)", step,
+					got[i-1].Namespace, got[i-1].Name, got[i-1].UID, p.Namespace, p.Name, p.UID)
+			}
+		}
 	}
 }
