@@ -19,7 +19,8 @@
 //     minutes) drops events from a pod that will not stop emitting them.
 //
 // The store is bounded (store.go): at most PerPodLimit events per pod, at most
-// TotalLimit overall (the pod holding the most events gives one up first),
+// TotalLimit overall (the pod holding the most events gives one up first;
+// past TotalLimit the store evicts down to a twentieth under it at once),
 // events expire EventTTL after their last occurrence like the API server's
 // --event-ttl, and Forget drops a deleted pod's events ForgetTTL later so
 // they stay readable for a while after deletion.

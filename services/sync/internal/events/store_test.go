@@ -1,6 +1,7 @@
 package events
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -117,5 +118,68 @@ func TestStoreBounds(t *testing.T) {
 				t.Errorf("stats = %+v, want %+v", got, tc.wantStats)
 			}
 		})
+	}
+}
+
+// A full store evicts in one walk down to its low mark (a twentieth under
+// TotalLimit), taking from the pods holding the most events, oldest first:
+// it never holds more than the limit, never drops below the low mark, and a
+// quiet pod keeps its one event while noisy ones give theirs up.
+func TestFullStoreEvictsToItsLowMark(t *testing.T) {
+	c := newClock()
+	r := newRec(c, Options{TotalLimit: 200})
+	quiet := testPod("ns", "quiet")
+	r.Eventf(quiet, v1.EventTypeNormal, StartedContainer, "quiet")
+	c.Step(time.Second)
+	filled, evictedToLowMark := false, false
+	for i := range 400 {
+		// 100 pods, four events each, in rounds: one event per pod per round.
+		p := testPod("ns", fmt.Sprintf("noisy-%03d", i%100))
+		r.Eventf(p, v1.EventTypeNormal, CreatedContainer, "round %d", i/100)
+		c.Step(time.Millisecond)
+		total := r.Stats().Stored
+		if total > 200 {
+			t.Fatalf("event %d: store holds %d, over its limit of 200", i, total)
+		}
+		if total == 200 {
+			filled = true
+		}
+		if filled && total < 190 {
+			t.Fatalf("event %d: store holds %d, under its low mark of 190", i, total)
+		}
+		evictedToLowMark = evictedToLowMark || (filled && total == 190)
+	}
+	if !filled || !evictedToLowMark {
+		t.Fatalf("the store never filled and went down to its low mark (stats %+v)", r.Stats())
+	}
+	if evs := r.List("ns", "quiet"); len(evs) != 1 {
+		t.Errorf("the quiet pod kept %d events, want its 1", len(evs))
+	}
+	// Every noisy pod gave up its oldest rounds, never a newer one first.
+	for i := range 100 {
+		evs := r.List("ns", fmt.Sprintf("noisy-%03d", i))
+		if len(evs) == 0 || evs[len(evs)-1].Message != "round 3" {
+			t.Fatalf("noisy-%03d lost its newest event: %d left", i, len(evs))
+		}
+	}
+}
+
+// One event into a store kept full by 10,000 pods.
+// cd services/sync && go test -run '^$' -bench FullStore ./internal/events/
+func BenchmarkRecordIntoFullStore(b *testing.B) {
+	c := newClock()
+	r := newRec(c, Options{})
+	pods := make([]*v1.Pod, 10000)
+	for i := range pods {
+		pods[i] = testPod("ns", fmt.Sprintf("pod-%05d", i))
+		for j := range 2 {
+			r.Eventf(pods[i], v1.EventTypeNormal, CreatedContainer, "warm %d", j)
+			c.Step(time.Microsecond)
+		}
+	}
+	b.ResetTimer()
+	for i := range b.N {
+		r.Eventf(pods[i%len(pods)], v1.EventTypeNormal, StartedContainer, "event %d", i)
+		c.Step(time.Microsecond)
 	}
 }
