@@ -14,15 +14,16 @@ const WriteTimeout = 10 * time.Second
 
 // withWriteTimeout gives every write of h's responses d to complete: before
 // each write and flush it moves the connection's (HTTP/1.1) or stream's
-// (HTTP/2) write deadline d ahead, and clears it once the write is done, so
-// a stream whose client stopped reading fails the write that waits, and a
-// quiet one (a watch with no pod events for a while) is never cut: an
-// HTTP/2 stream's deadline resets the stream when it passes, whether or not
-// a write is waiting, where a connection's only fails a write.
+// (HTTP/2) write deadline d ahead, so a stream whose client stopped reading
+// fails the write that waits. On HTTP/2 the deadline is cleared once the
+// write is done: a stream's deadline resets the stream when it passes,
+// whether or not a write is waiting, which cut every quiet watch 10 s after
+// its last event. A connection's deadline (HTTP/1.1) only fails a write, and
+// is left as it was.
 func withWriteTimeout(h http.Handler, d time.Duration) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		rc := http.NewResponseController(w)
-		dw := &deadlineWriter{ResponseWriter: w, rc: rc, d: d}
+		dw := &deadlineWriter{ResponseWriter: w, rc: rc, d: d, clear: r.ProtoMajor >= 2}
 		h.ServeHTTP(dw, r)
 		// An HTTP/1.1 connection keeps its deadline into the next request,
 		// which may not be the PodService's (/metrics, /healthz): clear it.
@@ -39,8 +40,10 @@ func withWriteTimeout(h http.Handler, d time.Duration) http.Handler {
 
 type deadlineWriter struct {
 	http.ResponseWriter
-	rc     *http.ResponseController
-	d      time.Duration
+	rc *http.ResponseController
+	d  time.Duration
+	// clear ends each write's deadline once the write is done (HTTP/2).
+	clear  bool
 	failed bool
 }
 
@@ -58,7 +61,9 @@ func (w *deadlineWriter) done(err error) {
 		w.failed = true
 		return
 	}
-	_ = w.rc.SetWriteDeadline(time.Time{})
+	if w.clear {
+		_ = w.rc.SetWriteDeadline(time.Time{})
+	}
 }
 
 // Flush is what Connect calls after each streamed message.
