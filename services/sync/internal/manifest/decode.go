@@ -44,6 +44,20 @@ func (e *DocumentError) Unwrap() error { return e.Err }
 // Empty input, or input made only of empty documents, yields no pods and no
 // error.
 func Decode(data []byte) ([]*v1.Pod, error) {
+	// The usual input, one JSON pod (what the API and bench/ send), is
+	// decoded in one pass. A stream of several documents fails that pass
+	// (data after the top-level value) and is read document by document.
+	if trimmed := bytes.TrimSpace(data); len(trimmed) > 0 && trimmed[0] == '{' {
+		if pod, ok := decodeValidPod(trimmed); ok {
+			return []*v1.Pod{pod}, nil
+		}
+	}
+	return decodeStream(data)
+}
+
+// decodeStream is Decode without its fast path: every document is split
+// off the stream and decoded on its own.
+func decodeStream(data []byte) ([]*v1.Pod, error) {
 	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), sniffBytes)
 	var pods []*v1.Pod
 	for index := 0; ; index++ {
@@ -83,6 +97,12 @@ type typeMeta struct {
 func decodePod(raw json.RawMessage) (*v1.Pod, error) {
 	if bytes.TrimSpace(raw)[0] != '{' {
 		return nil, fmt.Errorf("%w: a pod manifest must be an object", errdefs.ErrInvalidArgument)
+	}
+	// The usual manifest is a valid v1 Pod: one strict pass decides it.
+	// Anything else is decoded again below, type first, so that the error
+	// reported is the same as if the fast path did not exist.
+	if pod, ok := decodeValidPod(raw); ok {
+		return pod, nil
 	}
 	var tm typeMeta
 	if err := json.Unmarshal(raw, &tm); err != nil {
@@ -130,4 +150,16 @@ func decodePod(raw json.RawMessage) (*v1.Pod, error) {
 		return nil, fmt.Errorf("%w: strict decoding error: %s", errdefs.ErrInvalidArgument, strings.Join(msgs, ", "))
 	}
 	return pod, nil
+}
+
+// decodeValidPod decodes raw in one strict pass and reports whether it is a
+// v1 Pod with no strict or syntax error. On false the caller decodes again
+// for the error, which is then worded as the API server words it.
+func decodeValidPod(raw json.RawMessage) (*v1.Pod, bool) {
+	pod := &v1.Pod{}
+	strictErrs, err := sigsjson.UnmarshalStrict(raw, pod)
+	if err != nil || len(strictErrs) > 0 || pod.APIVersion != "v1" || pod.Kind != "Pod" {
+		return nil, false
+	}
+	return pod, true
 }

@@ -110,9 +110,11 @@ func normalizedCopy(s *v1.PodStatus) *v1.PodStatus {
 // isPodStatusByKubeletEqual matches the kubelet status manager's function of
 // the same name (v1.36): the kubelet's conditions must be the same set on
 // both sides, so that one that went away (PodResizeInProgress once a
-// resize is done) is published.
+// resize is done) is published. Neither argument is modified: the copy of
+// old whose conditions are swapped for status's is shallow, as nothing
+// below writes through it.
 func isPodStatusByKubeletEqual(old, status *v1.PodStatus) bool {
-	oldCopy := old.DeepCopy()
+	oldCopy := *old
 	owned := func(c *v1.PodCondition) bool {
 		return podConditionByKubelet(c.Type) || podConditionSharedByKubelet(c.Type)
 	}
@@ -138,7 +140,7 @@ func isPodStatusByKubeletEqual(old, status *v1.PodStatus) bool {
 		return false
 	}
 	oldCopy.Conditions = status.Conditions
-	return apiequality.Semantic.DeepEqual(oldCopy, status)
+	return apiequality.Semantic.DeepEqual(&oldCopy, status)
 }
 
 // MergePodStatus prepares status for writing over apiStatus, the status the
