@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -55,13 +56,38 @@ func (OSFS) SetVolumeOwnership(dir string, fsGroup int64) error {
 	return volume.SetWritableVolumeOwnership(dir, fsGroup)
 }
 
-// WriteFile implements FS with os.WriteFile and a chmod, as the kubelet's
-// ensureHostsFile writes the hosts file.
+// WriteFile implements FS: the kubelet's ensureHostsFile writes the hosts
+// file with os.WriteFile and then chmods it. This does the same with
+// open(2), write(2), fchmod(2) and close(2), for the reason CreateFile
+// gives; it runs on every container start.
 func (OSFS) WriteFile(path string, data []byte, perm os.FileMode) error {
-	if err := os.WriteFile(path, data, perm); err != nil {
-		return err
+	fd, err := openRetry(path, syscall.O_WRONLY|syscall.O_CREAT|syscall.O_TRUNC|syscall.O_CLOEXEC, uint32(perm.Perm()))
+	if err != nil {
+		return &os.PathError{Op: "open", Path: path, Err: err}
 	}
-	return os.Chmod(path, perm)
+	op := "write"
+	for len(data) > 0 && err == nil {
+		var n int
+		n, err = syscall.Write(fd, data)
+		switch {
+		case err == syscall.EINTR:
+			err = nil
+		case err == nil && n == 0:
+			err = io.ErrShortWrite
+		case err == nil:
+			data = data[n:]
+		}
+	}
+	if err == nil {
+		op, err = "chmod", syscall.Fchmod(fd, uint32(perm.Perm()))
+	}
+	if cerr := syscall.Close(fd); err == nil && cerr != nil {
+		op, err = "close", cerr
+	}
+	if err != nil {
+		return &os.PathError{Op: op, Path: path, Err: err}
+	}
+	return nil
 }
 
 // OSFS is FS on the real filesystem.

@@ -1,6 +1,7 @@
 package kuberuntime
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -109,6 +110,42 @@ func TestOSFSCreateFile(t *testing.T) {
 	}
 	if fi.Mode().Perm() != 0o666 || fi.Size() != 0 {
 		t.Errorf("mode %v size %d, want -rw-rw-rw- and 0", fi.Mode().Perm(), fi.Size())
+	}
+}
+
+// TestOSFSWriteFile: a longer file is replaced whole, the mode is exactly
+// perm whatever the umask, and a missing directory is an error naming the
+// path.
+func TestOSFSWriteFile(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "etc-hosts")
+	if err := os.WriteFile(path, []byte("a much longer old hosts file\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	withUmask(t, 0o077, func() {
+		if err := (OSFS{}).WriteFile(path, []byte("127.0.0.1\tlocalhost\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	})
+	got, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(got) != "127.0.0.1\tlocalhost\n" {
+		t.Errorf("content %q", got)
+	}
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi.Mode().Perm() != 0o644 {
+		t.Errorf("mode %v, want -rw-r--r--", fi.Mode().Perm())
+	}
+	missing := filepath.Join(dir, "gone", "etc-hosts")
+	err = (OSFS{}).WriteFile(missing, nil, 0o644)
+	var pe *os.PathError
+	if !errors.As(err, &pe) || pe.Path != missing || !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("err %v, want a not-exist PathError for %s", err, missing)
 	}
 }
 
