@@ -17,7 +17,7 @@ func Resolve(path string) string {
 	clean := filepath.Clean(path)
 	rest := ""
 	for dir := clean; ; dir = filepath.Dir(dir) {
-		if real, err := filepath.EvalSymlinks(dir); err == nil {
+		if real, err := realPath(dir); err == nil {
 			return filepath.Join(real, rest)
 		}
 		if dir == "/" || dir == "." {
