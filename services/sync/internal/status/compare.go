@@ -52,7 +52,7 @@ func normalizeStatus(pod *v1.Pod, status *v1.PodStatus) {
 // normalizeTimes is normalizeStatus's pod-independent part; bytesPerStatus
 // < 0 leaves messages alone.
 func normalizeTimes(status *v1.PodStatus, bytesPerStatus int) {
-	seconds := func(t *metav1.Time) { *t = t.Rfc3339Copy() }
+	seconds := func(t *metav1.Time) { *t = secondsCopy(*t) }
 	state := func(c *v1.ContainerState) {
 		if c.Running != nil {
 			seconds(&c.Running.StartedAt)
@@ -78,6 +78,21 @@ func normalizeTimes(status *v1.PodStatus, bytesPerStatus int) {
 			state(&list[i].LastTerminationState)
 		}
 	}
+}
+
+// secondsCopy is t.Rfc3339Copy(), which the kubelet's normalizeStatus
+// uses, without its text round trip (a Format and a Parse for each of a
+// status's timestamps, several times per sync) when t's offset is zero, as
+// it is on a node whose local zone is UTC: the same instant truncated to
+// the second, in UTC. Other zones, and years RFC 3339 cannot write, take
+// the round trip.
+func secondsCopy(t metav1.Time) metav1.Time {
+	if _, offset := t.Zone(); offset == 0 {
+		if y := t.Year(); y >= 0 && y <= 9999 {
+			return metav1.Time{Time: time.Unix(t.Unix(), 0).UTC()}
+		}
+	}
+	return t.Rfc3339Copy()
 }
 
 // NeedsUpdate reports whether status differs from old in anything the
