@@ -2,7 +2,8 @@
 // quickstart. It starts the three processes with package stack, applies the
 // example pods through splitctl (the path a user takes), waits until they
 // run, prints what to try next, and then either returns leaving the stack
-// running (detach), stops it (smoke, for CI) or stays until interrupted.
+// running (detach), stops it (smoke, for CI) or stays until interrupted,
+// restarting any process that dies meanwhile (stack.Supervise).
 //
 // The gateway's default backend is `fake`, the in-memory CRI runtime built
 // into it; with a RuntimeEndpoint the gateway forwards to a real runtime
@@ -151,21 +152,20 @@ func Run(ctx context.Context, cfg Config) (retErr error) {
 		detached = true
 		return nil
 	}
-	// Foreground: until interrupted, or until a process dies.
-	done := make(chan error, 3)
-	for _, p := range s.Processes() {
-		go func() {
-			<-p.Done()
-			done <- fmt.Errorf("%w\n%s", p.Exited(), p.Tail(30))
-		}()
-	}
-	select {
-	case <-ctx.Done():
-		fmt.Fprintln(cfg.Out)
-		return nil
-	case err := <-done:
-		return err
-	}
+	// Foreground: until interrupted. A process that dies is started again
+	// after a back-off, as systemd or the kubelet would restart it; sync
+	// finds its pods in its store.
+	s.Supervise(ctx, stack.DefaultBackoff, func(r stack.Restart) {
+		if r.Err != nil {
+			log.Error("restarted a process that ended; it is not ready", zap.String("process", r.Process.Name),
+				zap.Duration("after", r.Delay), zap.String("exit", r.Exit.Error()), zap.Error(r.Err))
+			return
+		}
+		log.Warn("restarted a process that ended", zap.String("process", r.Process.Name),
+			zap.Duration("after", r.Delay), zap.String("exit", r.Exit.Error()))
+	})
+	fmt.Fprintln(cfg.Out)
+	return nil
 }
 
 // Stop stops a stack left running by a detached Run.

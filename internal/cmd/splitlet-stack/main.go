@@ -2,7 +2,7 @@
 // splitlet-gateway, splitlet-admission and splitlet-sync with the example
 // pods (package localstack).
 //
-//	splitlet-stack [flags] run     start, apply examples/, stay until Ctrl-C
+//	splitlet-stack [flags] run     start, apply examples/, stay until Ctrl-C (restarting a process that dies)
 //	splitlet-stack [flags] stop    stop a stack started with --detach
 //	splitlet-stack [flags] status  which processes run, and their addresses
 package main
