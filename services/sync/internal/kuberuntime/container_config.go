@@ -58,8 +58,10 @@ func (OSFS) SetVolumeOwnership(dir string, fsGroup int64) error {
 
 // WriteFile implements FS: the kubelet's ensureHostsFile writes the hosts
 // file with os.WriteFile and then chmods it. This does the same with
-// open(2), write(2), fchmod(2) and close(2), for the reason CreateFile
-// gives; it runs on every container start.
+// open(2), write(2), fchmod(2) and close(2): os.OpenFile would also try to
+// add the file to the network poller (for a regular file, four fcntl calls
+// and a failing epoll_ctl) and os.Chmod walks the path again, on every
+// container start.
 func (OSFS) WriteFile(path string, data []byte, perm os.FileMode) error {
 	fd, err := openRetry(path, syscall.O_WRONLY|syscall.O_CREAT|syscall.O_TRUNC|syscall.O_CLOEXEC, uint32(perm.Perm()))
 	if err != nil {
@@ -147,25 +149,12 @@ func (OSFS) MkdirAllExact(path string, perm os.FileMode) error {
 	return err
 }
 
-// CreateFile implements FS with open(2), fchmod(2) and close(2). The chmod
-// is needed because create honours the umask, and the container's user
-// (often not root) must be able to write the termination message.
-// os.Create would also try to add the file to the network poller: for a
-// regular file that is four fcntl calls and a failing epoll_ctl, more
-// syscalls than the rest on every container start.
-func (OSFS) CreateFile(path string, perm os.FileMode) error {
-	fd, err := openRetry(path, syscall.O_RDWR|syscall.O_CREAT|syscall.O_TRUNC|syscall.O_CLOEXEC, 0o666)
-	if err != nil {
-		return &os.PathError{Op: "open", Path: path, Err: err}
-	}
-	err = syscall.Fchmod(fd, uint32(perm.Perm()))
-	if cerr := syscall.Close(fd); err == nil && cerr != nil {
-		return &os.PathError{Op: "close", Path: path, Err: cerr}
-	}
-	if err != nil {
-		return &os.PathError{Op: "chmod", Path: path, Err: err}
-	}
-	return nil
+// CreateFile implements FS: an empty file with exactly perm, an existing
+// one truncated. The chmod in WriteFile is needed because create honours
+// the umask, and the container's user (often not root) must be able to
+// write the termination message.
+func (fs OSFS) CreateFile(path string, perm os.FileMode) error {
+	return fs.WriteFile(path, nil, perm)
 }
 
 // openRetry is syscall.Open, retried when a signal interrupts it.
