@@ -61,24 +61,27 @@ func pinProcess(cpu int) error {
 	}
 }
 
-// processTreeCPU returns the CPU time (user and system) process pid has
-// used, and the sum of its descendants' (its plugin children), from
-// /proc/PID/stat in clock ticks (10 ms at the usual 100 Hz).
-func processTreeCPU(pid int) (self, descendants time.Duration, err error) {
-	self, err = procCPU(pid)
-	if err != nil {
-		return 0, 0, err
+// processTreeUsage returns what process pid has used, and the sum of what
+// its descendants (its plugin children) have: CPU time (user and system)
+// from /proc/PID/stat in clock ticks (10 ms at the usual 100 Hz), and
+// read- and write-family syscalls from /proc/PID/io.
+func processTreeUsage(pid int) (self, descendants procUsage, err error) {
+	if self.cpu, err = procCPU(pid); err != nil {
+		return procUsage{}, procUsage{}, err
+	}
+	if self.syscalls, err = procSyscalls(pid); err != nil {
+		return procUsage{}, procUsage{}, err
 	}
 	kids, err := children(pid)
 	if err != nil {
-		return 0, 0, err
+		return procUsage{}, procUsage{}, err
 	}
 	for _, k := range kids {
-		s, d, err := processTreeCPU(k)
+		s, d, err := processTreeUsage(k)
 		if err != nil {
 			continue // exited meanwhile
 		}
-		descendants += s + d
+		descendants = descendants.add(s).add(d)
 	}
 	return self, descendants, nil
 }
@@ -108,6 +111,34 @@ func procCPU(pid int) (time.Duration, error) {
 		ticks += n
 	}
 	return time.Duration(ticks) * time.Second / userHZ, nil
+}
+
+// procSyscalls is the number of read- and write-family syscalls (syscr and
+// syscw of /proc/PID/io) process pid's threads have made, exited ones
+// included.
+func procSyscalls(pid int) (int64, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/io", pid))
+	if err != nil {
+		return 0, err
+	}
+	var n int64
+	found := 0
+	for _, line := range strings.Split(string(b), "\n") {
+		k, v, ok := strings.Cut(line, ":")
+		if !ok || (k != "syscr" && k != "syscw") {
+			continue
+		}
+		c, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("/proc/%d/io: %s: %w", pid, k, err)
+		}
+		n += c
+		found++
+	}
+	if found != 2 {
+		return 0, fmt.Errorf("/proc/%d/io: no syscr and syscw", pid)
+	}
+	return n, nil
 }
 
 // children lists the child processes of pid, over all its threads.

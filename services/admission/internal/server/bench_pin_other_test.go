@@ -2,10 +2,7 @@
 
 package server
 
-import (
-	"errors"
-	"time"
-)
+import "errors"
 
 // Pinning a process to a CPU and reading a process tree's CPU time are
 // Linux-only here; the pinned benchmarks skip elsewhere with this error.
@@ -15,8 +12,8 @@ func allowedCPUs() ([]int, error) { return nil, errPinUnsupported }
 
 func pinProcess(int) error { return errPinUnsupported }
 
-func processTreeCPU(int) (time.Duration, time.Duration, error) {
-	return 0, 0, errPinUnsupported
+func processTreeUsage(int) (procUsage, procUsage, error) {
+	return procUsage{}, procUsage{}, errPinUnsupported
 }
 
 func threadCPUs(int) (string, error) { return "", errPinUnsupported }

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	rtmetrics "runtime/metrics"
 	"runtime/pprof"
 	"strconv"
 	"strings"
@@ -68,9 +69,41 @@ func benchNode() *v1.Node {
 // child process.
 type benchTarget struct {
 	client admissionv1connect.AdmissionServiceClient
-	// serviceCPU is the CPU time the service's process and its plugin
-	// children have used, when they run apart (-pin); nil otherwise.
-	serviceCPU func() (service, plugins time.Duration)
+	// usage is what the service's process and its plugin children have
+	// used so far, when they run apart (-pin); nil otherwise.
+	usage func() serviceUsage
+}
+
+// procUsage is what a process, or a set of processes, has used: CPU time
+// (user and system) and read- and write-family syscalls.
+type procUsage struct {
+	cpu      time.Duration
+	syscalls int64
+}
+
+func (u procUsage) add(v procUsage) procUsage {
+	return procUsage{cpu: u.cpu + v.cpu, syscalls: u.syscalls + v.syscalls}
+}
+
+func (u procUsage) sub(v procUsage) procUsage {
+	return procUsage{cpu: u.cpu - v.cpu, syscalls: u.syscalls - v.syscalls}
+}
+
+// serviceUsage is what a pinned benchmark service has used so far: its own
+// process, its plugin children, and its Go heap (bytes allocated and GC
+// cycles, runtime/metrics as the service process reports them).
+type serviceUsage struct {
+	service, plugins    procUsage
+	heapAlloc, gcCycles uint64
+}
+
+func (u serviceUsage) sub(v serviceUsage) serviceUsage {
+	return serviceUsage{
+		service:   u.service.sub(v.service),
+		plugins:   u.plugins.sub(v.plugins),
+		heapAlloc: u.heapAlloc - v.heapAlloc,
+		gcCycles:  u.gcCycles - v.gcCycles,
+	}
 }
 
 // startBenchTarget starts the service, with the plugins of the
@@ -140,7 +173,8 @@ func startPinnedBenchTarget(b *testing.B, pluginsFile string) *benchTarget {
 			b.Errorf("benchmark service: %v", err)
 		}
 	})
-	line, err := bufio.NewReader(stdout).ReadString('\n')
+	replies := bufio.NewReader(stdout)
+	line, err := replies.ReadString('\n')
 	if err != nil {
 		b.Fatalf("benchmark service did not report its address: %v", err)
 	}
@@ -163,20 +197,36 @@ func startPinnedBenchTarget(b *testing.B, pluginsFile string) *benchTarget {
 	pid := cmd.Process.Pid
 	return &benchTarget{
 		client: admissionv1connect.NewAdmissionServiceClient(httpClient, "http://"+addr, connect.WithGRPC()),
-		serviceCPU: func() (service, plugins time.Duration) {
-			service, plugins, err := processTreeCPU(pid)
-			if err != nil {
-				b.Fatalf("CPU time of the benchmark service: %v", err)
+		usage: func() serviceUsage {
+			var u serviceUsage
+			var err error
+			if u.service, u.plugins, err = processTreeUsage(pid); err != nil {
+				b.Fatalf("usage of the benchmark service: %v", err)
 			}
-			return service, plugins
+			if _, err := io.WriteString(stdin, heapUsageRequest+"\n"); err != nil {
+				b.Fatalf("ask the benchmark service for its heap figures: %v", err)
+			}
+			line, err := replies.ReadString('\n')
+			if err == nil {
+				_, err = fmt.Sscan(line, &u.heapAlloc, &u.gcCycles)
+			}
+			if err != nil {
+				b.Fatalf("the benchmark service's heap figures: %q: %v", line, err)
+			}
+			return u
 		},
 	}
 }
 
+// heapUsageRequest, a line on a pinned benchmark service's stdin, asks it to
+// print the bytes its Go heap has allocated and the GC cycles it has run so
+// far, as one line on its stdout.
+const heapUsageRequest = "heap"
+
 // serveBenchService is the child process of a pinned benchmark: it pins
 // itself to cpu (the plugins it starts inherit it), serves the admission
-// service on a loopback port it prints on stdout, and exits when stdin is
-// closed.
+// service on a loopback port it prints on stdout, answers each
+// heapUsageRequest line on stdin, and exits when stdin is closed.
 func serveBenchService(cpu, pluginsFile string) int {
 	fail := func(err error) int {
 		fmt.Fprintln(os.Stderr, "benchmark service:", err)
@@ -219,6 +269,13 @@ func serveBenchService(cpu, pluginsFile string) int {
 	go srv.Serve(ln) //nolint:errcheck // ends with Close below
 	defer srv.Close()
 	fmt.Println(ln.Addr().String())
-	_, _ = io.Copy(io.Discard, os.Stdin)
+	heap := []rtmetrics.Sample{{Name: "/gc/heap/allocs:bytes"}, {Name: "/gc/cycles/total:gc-cycles"}}
+	for in := bufio.NewScanner(os.Stdin); in.Scan(); {
+		if in.Text() != heapUsageRequest {
+			continue
+		}
+		rtmetrics.Read(heap)
+		fmt.Println(heap[0].Value.Uint64(), heap[1].Value.Uint64())
+	}
 	return 0
 }

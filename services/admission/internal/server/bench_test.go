@@ -55,18 +55,20 @@ func BenchmarkAdmit110(b *testing.B) {
 // benchMeter collects an Admit benchmark's latencies and CPU time. Run in
 // one process, CPU time is this process's: client, service and the host's
 // side of the plugin hop (cpu-µs/op). With -pin it is split by process:
-// client-, service- and plugin-cpu-µs/op, and their sum total-cpu-µs/op.
+// client-, service- and plugin-cpu-µs/op, and their sum total-cpu-µs/op;
+// and the service's heap bytes, GC cycles and syscalls are reported too.
 type benchMeter struct {
-	target                 *benchTarget
-	lat                    []time.Duration
-	self, service, plugins time.Duration
+	target  *benchTarget
+	lat     []time.Duration
+	self    time.Duration
+	service serviceUsage
 }
 
 func (t *benchTarget) meter(b *testing.B) *benchMeter {
 	m := &benchMeter{target: t, lat: make([]time.Duration, 0, b.N)}
 	b.ReportAllocs()
-	if t.serviceCPU != nil {
-		m.service, m.plugins = t.serviceCPU()
+	if t.usage != nil {
+		m.service = t.usage()
 	}
 	m.self = processCPU()
 	return m
@@ -81,16 +83,22 @@ func (m *benchMeter) report(b *testing.B) {
 	n := float64(len(m.lat))
 	perCall := func(d time.Duration) float64 { return float64(d.Microseconds()) / n }
 	self := processCPU() - m.self
-	if m.target.serviceCPU == nil {
+	if m.target.usage == nil {
 		b.ReportMetric(perCall(self), "cpu-µs/op")
 	} else {
-		service, plugins := m.target.serviceCPU()
-		service -= m.service
-		plugins -= m.plugins
+		u := m.target.usage().sub(m.service)
 		b.ReportMetric(perCall(self), "client-cpu-µs/op")
-		b.ReportMetric(perCall(service), "service-cpu-µs/op")
-		b.ReportMetric(perCall(plugins), "plugin-cpu-µs/op")
-		b.ReportMetric(perCall(self+service+plugins), "total-cpu-µs/op")
+		b.ReportMetric(perCall(u.service.cpu), "service-cpu-µs/op")
+		b.ReportMetric(perCall(u.plugins.cpu), "plugin-cpu-µs/op")
+		b.ReportMetric(perCall(self+u.service.cpu+u.plugins.cpu), "total-cpu-µs/op")
+		// Deterministic beside the CPU times, which this VM's speed
+		// moves: what each call makes the service allocate and how often
+		// that runs its GC (a call caught by a GC cycle on the service's
+		// one CPU waits out the mark phase), and its syscalls.
+		b.ReportMetric(float64(u.service.syscalls)/n, "service-rw-syscalls/op")
+		b.ReportMetric(float64(u.plugins.syscalls)/n, "plugin-rw-syscalls/op")
+		b.ReportMetric(float64(u.heapAlloc)/n, "service-B/op")
+		b.ReportMetric(float64(u.gcCycles)*1000/n, "service-gcs/1000op")
 	}
 	slices.Sort(m.lat)
 	q := func(f float64) float64 { return float64(m.lat[int(f*float64(len(m.lat)-1))].Microseconds()) }
