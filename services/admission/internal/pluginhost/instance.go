@@ -38,8 +38,21 @@ type launchFunc func(ctx context.Context) (*instance, error)
 // feeds logs.
 const describeTimeout = time.Second
 
+// replyWindow is the HTTP/2 flow-control window of the host's connection to
+// a plugin, per stream and for the connection. Setting it turns off
+// grpc-go's bandwidth estimator, which otherwise sends a PING after nearly
+// every reply (each one a write and a read on both sides of the hop, and a
+// wake-up of the other process); replies are a few hundred bytes, so a fixed
+// window never stalls them. The plugin's server does the same for requests
+// (requestWindow in the plugin package).
+const replyWindow = 4 << 20
+
 // processLauncher starts p's binary as a go-plugin child process.
 func processLauncher(p *PluginConfig, log *zap.Logger, startTimeout time.Duration, dialOpts []grpc.DialOption) launchFunc {
+	dialOpts = append([]grpc.DialOption{
+		grpc.WithInitialWindowSize(replyWindow),
+		grpc.WithInitialConnWindowSize(replyWindow),
+	}, dialOpts...)
 	return func(ctx context.Context) (_ *instance, retErr error) {
 		// Checked here and not only by go-plugin's SecureConfig, whose
 		// error ("checksums did not match") names neither the plugin nor
