@@ -491,3 +491,30 @@ func TestAdmitUsesActivePodInfos(t *testing.T) {
 		})
 	}
 }
+
+func TestRemoveMissingExtendedResources(t *testing.T) {
+	node := testNode()
+	t.Run("nothing missing: the pod itself", func(t *testing.T) {
+		pod := mkPod("p", requests("cpu", "1", "example.com/gpu", "1"), initContainer(false, "example.com/zero", "1"))
+		if got := removeMissingExtendedResources(pod, node); got != pod {
+			t.Error("got a copy of a pod with nothing to drop")
+		}
+	})
+	t.Run("missing in an init container: a copy without it", func(t *testing.T) {
+		pod := mkPod("p", requests("cpu", "1"), initContainer(true, "example.com/fpga", "1", "memory", "1Mi"))
+		got := removeMissingExtendedResources(pod, node)
+		if got == pod {
+			t.Fatal("got the caller's pod, want a copy")
+		}
+		want := list("memory", "1Mi")
+		if r := got.Spec.InitContainers[0].Resources.Requests; len(r) != len(want) || !r.Memory().Equal(*want.Memory()) {
+			t.Errorf("init container requests = %v, want %v", r, want)
+		}
+		if got.Spec.Containers[0].Resources.Requests.Cpu().String() != "1" {
+			t.Errorf("regular container requests = %v, want cpu 1 kept", got.Spec.Containers[0].Resources.Requests)
+		}
+		if _, ok := pod.Spec.InitContainers[0].Resources.Requests["example.com/fpga"]; !ok {
+			t.Error("the caller's pod lost its request")
+		}
+	})
+}

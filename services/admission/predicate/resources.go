@@ -120,22 +120,41 @@ func fits(pod *v1.Pod, otherPods []*ActivePodInfo, node *v1.Node) []*lifecycle.I
 
 // removeMissingExtendedResources returns a copy of the pod without container
 // requests for extended resources the node does not advertise at all, as the
-// kubelet's function of that name. Such resources are cluster-level (or
+// kubelet's function of that name; unlike it, the pod itself when there is
+// nothing to drop (the usual case: callers only read the result, and the copy
+// was most of what an Admit allocated). Such resources are cluster-level (or
 // backed by DRA) and not this node's to count; a resource the node
 // advertises, even at zero, is kept and checked. Native resources
 // (hugepages-*, kubernetes.io/*) are always kept, so asking for one the node
 // lacks fails with OutOf<resource> and capacity 0.
 func removeMissingExtendedResources(pod *v1.Pod, node *v1.Node) *v1.Pod {
+	missing := func(name v1.ResourceName) bool {
+		if !isExtendedResourceName(name) {
+			return false
+		}
+		_, advertised := node.Status.Allocatable[name]
+		return !advertised
+	}
+	anyMissing := func(containers []v1.Container) bool {
+		for i := range containers {
+			for name := range containers[i].Resources.Requests {
+				if missing(name) {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	if !anyMissing(pod.Spec.Containers) && !anyMissing(pod.Spec.InitContainers) {
+		return pod
+	}
 	filter := func(containers []v1.Container) {
 		for i := range containers {
 			kept := v1.ResourceList{}
 			for name, q := range containers[i].Resources.Requests {
-				if isExtendedResourceName(name) {
-					if _, advertised := node.Status.Allocatable[name]; !advertised {
-						continue
-					}
+				if !missing(name) {
+					kept[name] = q
 				}
-				kept[name] = q
 			}
 			containers[i].Resources.Requests = kept
 		}
