@@ -115,3 +115,11 @@ func NewStatic(node *v1.Node) *Static {
 func (s *Static) Node(context.Context) (*v1.Node, error) {
 	return s.node.DeepCopy(), nil
 }
+
+// Shared returns the node itself, for callers that only read it, as the
+// kubelet's predicate admission reads the node its informer caches: it
+// spares every admission a copy of the node. Its signature is
+// predicate.GetNodeFunc's, whose node is only read.
+func (s *Static) Shared(context.Context) (*v1.Node, error) {
+	return s.node, nil
+}

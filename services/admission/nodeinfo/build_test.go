@@ -334,5 +334,17 @@ func TestStaticReturnsCopies(t *testing.T) {
 	}
 }
 
-// Static's Node method is what the predicate handler takes.
-var _ predicate.GetNodeFunc = NewStatic(&v1.Node{}).Node
+func TestStaticSharedIsTheNode(t *testing.T) {
+	src := NewStatic(&v1.Node{})
+	a, _ := src.Shared(context.Background())
+	b, err := src.Shared(context.Background())
+	if err != nil || a != b {
+		t.Fatalf("Shared() = %p then %p, %v; want the one node both times", a, b, err)
+	}
+}
+
+// Static's Node and Shared methods are what the predicate handler takes.
+var (
+	_ predicate.GetNodeFunc = NewStatic(&v1.Node{}).Node
+	_ predicate.GetNodeFunc = NewStatic(&v1.Node{}).Shared
+)

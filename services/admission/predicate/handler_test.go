@@ -3,6 +3,7 @@ package predicate
 import (
 	"context"
 	"errors"
+	"reflect"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
@@ -447,9 +448,14 @@ func TestAdmitFailureHandler(t *testing.T) {
 func TestAdmitDoesNotMutateInputs(t *testing.T) {
 	pod := mkPod("p", requests("example.com/fpga", "1"))
 	node := testNode()
+	nodeBefore := node.DeepCopy()
 	h := NewHandler(Options{GetNode: staticNode(node), OS: "linux"})
 	if res := h.Admit(context.Background(), &lifecycle.PodAdmitAttributes{Pod: pod}); !res.Admit {
 		t.Fatalf("unexpected rejection %+v", res)
+	}
+	// GetNode's node is shared (nodeinfo.Static.Shared): only read.
+	if !reflect.DeepEqual(node, nodeBefore) {
+		t.Errorf("Admit changed the node: %+v, was %+v", node, nodeBefore)
 	}
 	if _, ok := pod.Spec.Containers[0].Resources.Requests["example.com/fpga"]; !ok {
 		t.Error("Admit removed the unknown extended resource from the caller's pod")

@@ -107,7 +107,7 @@ func New(opts Options) (*Admitter, error) {
 	a.chain = lifecycle.Chain{
 		eviction.NewAdmitHandler(pressure),
 		predicate.NewHandler(predicate.Options{
-			GetNode:        a.node.Node,
+			GetNode:        a.node.Shared,
 			FailureHandler: &preemption.CriticalPodAdmissionHandler{},
 			OS:             opts.OS,
 			ActivePodInfos: opts.ActivePodInfos,

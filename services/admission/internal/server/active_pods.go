@@ -23,7 +23,7 @@ import (
 // reference whose bytes do not match its uid or digest is InvalidArgument.
 func (s *Service) decodeActive(full [][]byte, refs []*admissionv1.ActivePod, refsField string) ([]*v1.Pod, error) {
 	byRef := make([]podcache.Ref, 0, len(refs))
-	var byRefAt []int
+	byRefAt := make([]int, 0, len(refs))
 	for i, a := range refs {
 		if a.GetUid() == "" {
 			return nil, fmt.Errorf("%s[%d].uid: empty: %w", refsField, i, errdefs.ErrInvalidArgument)

@@ -250,6 +250,15 @@ func serveBenchService(cpu, pluginsFile string) int {
 		}
 		defer pprof.StopCPUProfile()
 	}
+	if path := os.Getenv(envBenchService + "_MEMPROFILE"); path != "" {
+		// Written at exit: alloc_space shows what the calls allocated.
+		defer func() {
+			if f, err := os.Create(path); err == nil {
+				_ = pprof.Lookup("allocs").WriteTo(f, 0)
+				f.Close()
+			}
+		}()
+	}
 	var cfg *pluginhost.Config
 	if pluginsFile != "" {
 		if cfg, err = pluginhost.LoadConfig(pluginsFile); err != nil {
