@@ -32,7 +32,7 @@ RUN_FLAGS = --dir=$(RUN_DIR) --examples=$(ROOT)/examples \
   $(if $(RUN_GATEWAY_METRICS_ADDR),--gateway-metrics-addr=$(RUN_GATEWAY_METRICS_ADDR)) \
   $(addprefix --crictl=,$(wildcard $(SPLITLET_CACHE)/cri-tools-*/crictl))
 
-.PHONY: build tools generate check-generate lint test fuzz e2e critest bench run stop compose-e2e apiserver-e2e cluster cluster-down cluster-e2e daemonset-e2e conformance conformance-ci chaos chaos-containerd clean
+.PHONY: build prebuild tools generate check-generate lint test fuzz e2e critest bench run stop compose-e2e apiserver-e2e cluster cluster-down cluster-e2e daemonset-e2e conformance conformance-ci chaos chaos-containerd clean
 
 build: ## Build every splitlet binary into bin/.
 	mkdir -p $(BIN)
@@ -83,6 +83,9 @@ FUZZ_TARGETS := \
 # fixed in Go 1.27; it failed CI once on FuzzKeyring). 30000 executions take
 # 4-11 s a target here.
 FUZZ_TIME ?= 30000x
+
+prebuild: ## Build every third-party binary the suites use into $(SPLITLET_CACHE) (.ci/run does it in the background).
+	hack/prebuild.sh
 
 fuzz: ## Each Go fuzz target for FUZZ_TIME (default 30000x, executions), one after another.
 	@set -e; for t in $(FUZZ_TARGETS); do \

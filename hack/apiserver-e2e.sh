@@ -33,15 +33,6 @@ source "$root/hack/lib/kube.sh"
 # shellcheck source-path=SCRIPTDIR source=lib/registry.sh
 source "$root/hack/lib/registry.sh"
 
-# build_metrics_server builds metrics-server from the module proxy into the
-# cache (its own go.mod pins its Kubernetes libraries).
-build_metrics_server() {
-  [ -x "$METRICS_SERVER_BIN" ] && return
-  log "building metrics-server $METRICS_SERVER_VERSION"
-  GOWORK=off CGO_ENABLED=0 GOBIN=$(dirname "$METRICS_SERVER_BIN") \
-    go install "sigs.k8s.io/metrics-server/cmd/metrics-server@$METRICS_SERVER_VERSION"
-}
-
 # run_tests starts the API server (and, given a work directory, containerd)
 # and runs the test binary; everything stops on return.
 run_tests() {
@@ -79,7 +70,7 @@ e2e_workdir splitlet-api
 
 start=$SECONDS
 kube_build kube-apiserver kubectl
-build_metrics_server
+metrics_server_build
 kube_install_etcd
 make -C "$root" build >/dev/null
 # Built here: the namespace has no route to the module proxy.

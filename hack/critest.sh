@@ -57,29 +57,6 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-# build_critools builds crictl and critest once into $TOOLS. The module proxy
-# serves cri-tools only as a module and `go install` refuses it (replace
-# directives), so build from a writable copy of the module directory.
-build_critools() {
-  local stamp=$TOOLS/.version
-  if [ -x "$TOOLS/critest" ] && [ -x "$TOOLS/crictl" ] && [ "$(cat "$stamp" 2>/dev/null)" = "$CRI_TOOLS_VERSION" ]; then
-    log "critest $CRI_TOOLS_VERSION already built in $TOOLS"
-    return
-  fi
-  log "building crictl and critest $CRI_TOOLS_VERSION (about 2 minutes cold)"
-  mkdir -p "$TOOLS"
-  local dir
-  dir=$(go mod download -json "sigs.k8s.io/cri-tools@$CRI_TOOLS_VERSION" | jq -r .Dir)
-  rm -rf "$TOOLS/src"
-  cp -r "$dir" "$TOOLS/src"
-  chmod -R u+w "$TOOLS/src"
-  # The module's vendor/ is incomplete and our go.work must not apply to it.
-  (cd "$TOOLS/src" &&
-    GOWORK=off CGO_ENABLED=0 go build -mod=mod -o "$TOOLS/crictl" ./cmd/crictl &&
-    GOWORK=off go test -mod=mod -c -o "$TOOLS/critest" ./cmd/critest)
-  echo "$CRI_TOOLS_VERSION" >"$stamp"
-}
-
 install_packages() {
   local missing=()
   command -v jq >/dev/null || missing+=(jq)
@@ -207,7 +184,7 @@ main() {
   rm -f "$OUT"/*.json "$OUT"/*.tsv "$OUT"/summary.txt
   local t0=$SECONDS
   install_packages
-  build_critools
+  critools_build
   if [ "${CRITEST_ONLY:-}" != containerd ]; then
     log "building splitlet-gateway"
     make -s build

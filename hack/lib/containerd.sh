@@ -99,10 +99,16 @@ _apt_install() {
 # of it compiling, the rest downloading its modules). The btrfs,
 # devmapper and zfs snapshotters need cgo and are not used here.
 containerd_build() {
-  local dir stamp=$CONTAINERD_BIN_DIR/.version tmp
-  if [ -x "$CONTAINERD_BIN_DIR/containerd" ] && [ "$(cat "$stamp" 2>/dev/null)" = "$CONTAINERD_VERSION" ]; then
-    return 0
-  fi
+  _containerd_built || cache_locked "containerd-$CONTAINERD_VERSION" _containerd_build
+}
+
+_containerd_built() {
+  [ -x "$CONTAINERD_BIN_DIR/containerd" ] && [ "$(cat "$CONTAINERD_BIN_DIR/.version" 2>/dev/null)" = "$CONTAINERD_VERSION" ]
+}
+
+_containerd_build() {
+  local dir tmp
+  _containerd_built && return 0
   containerd_log "building containerd $CONTAINERD_VERSION from the Go module proxy into $CONTAINERD_BIN_DIR (about 2 minutes, once)"
   dir=$(dirname "$CONTAINERD_BIN_DIR")
   mkdir -p "$dir"

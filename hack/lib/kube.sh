@@ -58,34 +58,46 @@ kube_source() {
 }
 
 kube_build() {
-	local cmd missing=()
-	for cmd in "$@"; do
-		if [[ -x $KUBE_BIN_DIR/$cmd ]]; then
-			kube_log "cached: $KUBE_BIN_DIR/$cmd"
-		else
-			missing+=("$cmd")
-		fi
-	done
-	[[ ${#missing[@]} -gt 0 ]] || return 0
-	kube_source
-	mkdir -p "$KUBE_BIN_DIR"
 	# The version components report (/version, kubectl version), as
 	# hack/lib/version.sh would stamp it; unset it reads v0.0.0-master.
-	local ldflags="" pkg
+	local ldflags="" pkg cmd
 	for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
 		ldflags+=" -X $pkg.gitVersion=$KUBE_VERSION -X $pkg.gitMajor=1"
 		ldflags+=" -X $pkg.gitMinor=$(cut -d. -f2 <<<"$KUBE_VERSION")"
 	done
-	for cmd in "${missing[@]}"; do
-		kube_log "building $cmd $KUBE_VERSION (minutes on 2 cores when cold)"
-		local start=$SECONDS
-		# Built to a temporary name and moved, so an interrupted build never
-		# leaves a binary that passes for cached.
-		(cd "$KUBE_DIR/src" && GOWORK=off GOFLAGS=-mod=mod CGO_ENABLED=0 \
-			go build -ldflags "$ldflags" -o "$KUBE_BIN_DIR/.$cmd.tmp.$$" "./cmd/$cmd")
-		mv "$KUBE_BIN_DIR/.$cmd.tmp.$$" "$KUBE_BIN_DIR/$cmd"
-		kube_log "built $KUBE_BIN_DIR/$cmd in $((SECONDS - start)) s"
+	for cmd in "$@"; do
+		_kube_make "$cmd" build -ldflags "$ldflags" "./cmd/$cmd"
 	done
+}
+
+# _kube_make NAME GO-VERB ARGS... runs `go GO-VERB -o $KUBE_BIN_DIR/NAME
+# ARGS...` in the prepared Kubernetes module unless NAME is there, holding
+# the lock every Kubernetes build of this version shares: they share one
+# module copy, and two at once would compile the same packages twice.
+_kube_make() {
+	if [[ -x $KUBE_BIN_DIR/$1 ]]; then
+		kube_log "cached: $KUBE_BIN_DIR/$1"
+		return 0
+	fi
+	cache_locked "kubernetes-$KUBE_VERSION" _kube_make_locked "$@"
+}
+
+_kube_make_locked() {
+	local name=$1 verb=$2 start=$SECONDS
+	shift 2
+	if [[ -x $KUBE_BIN_DIR/$name ]]; then
+		kube_log "built meanwhile: $KUBE_BIN_DIR/$name"
+		return 0
+	fi
+	kube_source
+	mkdir -p "$KUBE_BIN_DIR"
+	kube_log "building $name $KUBE_VERSION (minutes on 2 cores when cold)"
+	# Built to a temporary name and moved, so an interrupted build never
+	# leaves a binary that passes for cached.
+	(cd "$KUBE_DIR/src" && GOWORK=off GOFLAGS=-mod=mod CGO_ENABLED=0 \
+		go "$verb" -o "$KUBE_BIN_DIR/.$name.tmp.$$" "$@")
+	mv "$KUBE_BIN_DIR/.$name.tmp.$$" "$KUBE_BIN_DIR/$name"
+	kube_log "built $KUBE_BIN_DIR/$name in $((SECONDS - start)) s"
 }
 
 kube_install_etcd() {
@@ -99,28 +111,8 @@ kube_install_etcd() {
 # minutes on 2 cores) and the ginkgo CLI of the same version (it runs the
 # suite's specs in parallel processes) into $KUBE_BIN_DIR, unless there.
 kube_build_e2e() {
-	local start
-	if [[ ! -x $KUBE_BIN_DIR/e2e.test ]]; then
-		kube_source
-		mkdir -p "$KUBE_BIN_DIR"
-		kube_log "building e2e.test $KUBE_VERSION (minutes on 2 cores when cold)"
-		start=$SECONDS
-		(cd "$KUBE_DIR/src" && GOWORK=off GOFLAGS=-mod=mod CGO_ENABLED=0 \
-			go test -c -o "$KUBE_BIN_DIR/.e2e.test.tmp.$$" ./test/e2e)
-		mv "$KUBE_BIN_DIR/.e2e.test.tmp.$$" "$KUBE_BIN_DIR/e2e.test"
-		kube_log "built $KUBE_BIN_DIR/e2e.test in $((SECONDS - start)) s"
-	else
-		kube_log "cached: $KUBE_BIN_DIR/e2e.test"
-	fi
-	if [[ ! -x $KUBE_BIN_DIR/ginkgo ]]; then
-		kube_source
-		(cd "$KUBE_DIR/src" && GOWORK=off GOFLAGS=-mod=mod CGO_ENABLED=0 \
-			go build -o "$KUBE_BIN_DIR/.ginkgo.tmp.$$" github.com/onsi/ginkgo/v2/ginkgo)
-		mv "$KUBE_BIN_DIR/.ginkgo.tmp.$$" "$KUBE_BIN_DIR/ginkgo"
-		kube_log "built $KUBE_BIN_DIR/ginkgo"
-	else
-		kube_log "cached: $KUBE_BIN_DIR/ginkgo"
-	fi
+	_kube_make e2e.test test -c ./test/e2e
+	_kube_make ginkgo build github.com/onsi/ginkgo/v2/ginkgo
 }
 
 # kube_build_image_binary NAME builds the static binary of the e2e image
@@ -128,12 +120,5 @@ kube_build_e2e() {
 # $KUBE_BIN_DIR/NAME, unless there; hack/conformance-images.sh puts it in
 # that image.
 kube_build_image_binary() {
-	local name=$1
-	[[ -x $KUBE_BIN_DIR/$name ]] && { kube_log "cached: $KUBE_BIN_DIR/$name"; return 0; }
-	kube_source
-	mkdir -p "$KUBE_BIN_DIR"
-	(cd "$KUBE_DIR/src" && GOWORK=off GOFLAGS=-mod=mod CGO_ENABLED=0 \
-		go build -o "$KUBE_BIN_DIR/.$name.tmp.$$" "./test/images/$name")
-	mv "$KUBE_BIN_DIR/.$name.tmp.$$" "$KUBE_BIN_DIR/$name"
-	kube_log "built $KUBE_BIN_DIR/$name"
+	_kube_make "$1" build "./test/images/$1"
 }

@@ -19,6 +19,10 @@ REGISTRY_VERSION=${REGISTRY_VERSION:-v3.1.2}
 REGISTRY_BIN=$SPLITLET_CACHE/registry-$REGISTRY_VERSION/registry
 
 registry_build() {
+	[[ -x $REGISTRY_BIN ]] || cache_locked registry _registry_build
+}
+
+_registry_build() {
 	[[ -x $REGISTRY_BIN ]] && return
 	printf 'registry.sh: building distribution registry %s (a few minutes, once)\n' "$REGISTRY_VERSION" >&2
 	# Into a temporary name first: an interrupted build leaves no binary
