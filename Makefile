@@ -84,7 +84,7 @@ FUZZ_TARGETS := \
 # 4-11 s a target here.
 FUZZ_TIME ?= 30000x
 
-prebuild: ## Build every third-party binary the suites use into $(SPLITLET_CACHE) (.ci/run does it in the background).
+prebuild: ## Build every third-party binary the suites use into $(SPLITLET_CACHE) (a step of .ci/run).
 	hack/prebuild.sh
 
 fuzz: ## Each Go fuzz target for FUZZ_TIME (default 30000x, executions), one after another.

@@ -5,12 +5,12 @@
 # only; installs nothing with apt (a second apt-get beside a suite's would
 # fail on dpkg's lock).
 #
-# .ci/run starts it in the background at the lowest CPU priority, so that a
-# cold machine compiles Kubernetes, containerd and cri-tools while the
-# suites mostly wait on containers and clocks, rather than inside the steps
-# that need them. Each build holds the lock the suites' own builds take
-# (cache_locked), so a step that needs a binary before it is done waits for
-# the build in progress instead of starting a second one.
+# .ci/run runs it as a step of its own before the suites, so a cold
+# machine's extra cost shows as one step and the suites' durations are the
+# same cold and warm. Each build holds the lock the suites' own builds take
+# (cache_locked), so it can also run beside them (`make prebuild` in another
+# terminal): a suite that needs a binary still being built waits for that
+# build instead of starting a second one.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 # shellcheck source-path=SCRIPTDIR source=lib/containerd.sh

@@ -9,9 +9,9 @@
 #
 # Every *_build function here and in kube.sh, containerd.sh and registry.sh
 # builds under cache_locked and checks the cache again once it holds the
-# lock: .ci/run builds them all in the background (hack/prebuild.sh) while
-# the suites that need them may ask for them too, and the later asker then
-# waits for the build in progress instead of starting a second one.
+# lock: when two scripts ask for the same binary at once (`make prebuild`
+# beside a suite, two suites), the later one waits for the build in
+# progress instead of starting a second one.
 SPLITLET_CACHE=${SPLITLET_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/splitlet}
 CRI_TOOLS_VERSION=${CRI_TOOLS_VERSION:-v1.30.0}
 CRI_TOOLS_DIR=$SPLITLET_CACHE/cri-tools-$CRI_TOOLS_VERSION

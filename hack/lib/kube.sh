@@ -60,7 +60,9 @@ kube_source() {
 kube_build() {
 	# The version components report (/version, kubectl version), as
 	# hack/lib/version.sh would stamp it; unset it reads v0.0.0-master.
-	local ldflags="" pkg cmd
+	# No symbol table or DWARF (-s -w, as Kubernetes' release builds):
+	# nothing debugs these, and writing it is much of a big binary's link.
+	local ldflags="-s -w" pkg cmd
 	for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
 		ldflags+=" -X $pkg.gitVersion=$KUBE_VERSION -X $pkg.gitMajor=1"
 		ldflags+=" -X $pkg.gitMinor=$(cut -d. -f2 <<<"$KUBE_VERSION")"
@@ -111,8 +113,8 @@ kube_install_etcd() {
 # minutes on 2 cores) and the ginkgo CLI of the same version (it runs the
 # suite's specs in parallel processes) into $KUBE_BIN_DIR, unless there.
 kube_build_e2e() {
-	_kube_make e2e.test test -c ./test/e2e
-	_kube_make ginkgo build github.com/onsi/ginkgo/v2/ginkgo
+	_kube_make e2e.test test -c -ldflags "-s -w" ./test/e2e
+	_kube_make ginkgo build -ldflags "-s -w" github.com/onsi/ginkgo/v2/ginkgo
 }
 
 # kube_build_image_binary NAME builds the static binary of the e2e image
@@ -120,5 +122,5 @@ kube_build_e2e() {
 # $KUBE_BIN_DIR/NAME, unless there; hack/conformance-images.sh puts it in
 # that image.
 kube_build_image_binary() {
-	_kube_make "$1" build "./test/images/$1"
+	_kube_make "$1" build -ldflags "-s -w" "./test/images/$1"
 }
