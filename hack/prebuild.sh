@@ -8,7 +8,7 @@
 # .ci/run runs it as a step of its own before the suites, so a cold
 # machine's extra cost shows as one step and the suites' durations are the
 # same cold and warm. Each build holds the lock the suites' own builds take
-# (cache_locked), so it can also run beside them (`make prebuild` in another
+# (cache_ensure), so it can also run beside them (`make prebuild` in another
 # terminal): a suite that needs a binary still being built waits for that
 # build instead of starting a second one.
 set -euo pipefail

@@ -3,29 +3,33 @@
 # metrics-server, containerd 2.x: hack/lib/containerd.sh) are cached:
 # outside the clone, keyed by version, so a fresh clone and CI reuse them.
 #
-#   cache_locked NAME CMD...   run CMD (in a subshell) holding the lock NAME
+#   cache_ensure LOCK CHECK BUILD [ARG...]
+#                              unless CHECK ARG... succeeds, run BUILD ARG...
+#                              holding the lock LOCK
 #   critools_build             crictl and critest into $CRI_TOOLS_DIR
 #   metrics_server_build       metrics-server into $METRICS_SERVER_BIN
 #
 # Every *_build function here and in kube.sh, containerd.sh and registry.sh
-# builds under cache_locked and checks the cache again once it holds the
-# lock: when two scripts ask for the same binary at once (`make prebuild`
-# beside a suite, two suites), the later one waits for the build in
-# progress instead of starting a second one.
+# builds through cache_ensure: when two scripts ask for the same binary at
+# once (`make prebuild` beside a suite, two suites), the later one waits for
+# the build in progress and then finds the binary, instead of building it a
+# second time.
 SPLITLET_CACHE=${SPLITLET_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/splitlet}
 CRI_TOOLS_VERSION=${CRI_TOOLS_VERSION:-v1.30.0}
 CRI_TOOLS_DIR=$SPLITLET_CACHE/cri-tools-$CRI_TOOLS_VERSION
 METRICS_SERVER_VERSION=${METRICS_SERVER_VERSION:-v0.8.0}
 METRICS_SERVER_BIN=$SPLITLET_CACHE/metrics-server-$METRICS_SERVER_VERSION/metrics-server
 
-cache_locked() {
-	local name=$1
-	shift
+cache_ensure() {
+	local lock=$1 check=$2 build=$3
+	shift 3
+	"$check" "$@" && return 0
 	mkdir -p "$SPLITLET_CACHE"
+	# CHECK again once the lock is held: the holder before may have built it.
 	(
 		flock 9
-		"$@"
-	) 9>"$SPLITLET_CACHE/.$name.lock"
+		"$check" "$@" || "$build" "$@"
+	) 9>"$SPLITLET_CACHE/.$lock.lock"
 }
 
 # _cache_module_dir MODULE@VERSION prints the directory `go mod download`
@@ -44,11 +48,10 @@ _critools_built() {
 # module proxy serves cri-tools only as a module and `go install` refuses it
 # (replace directives), so they are built from a writable copy of the module.
 critools_build() {
-	_critools_built || cache_locked cri-tools _critools_build
+	cache_ensure cri-tools _critools_built _critools_build
 }
 
 _critools_build() {
-	_critools_built && return
 	printf 'cache.sh: building crictl and critest %s (about 2 minutes cold)\n' "$CRI_TOOLS_VERSION" >&2
 	mkdir -p "$CRI_TOOLS_DIR"
 	rm -f "$CRI_TOOLS_DIR/.version"
@@ -68,11 +71,12 @@ _critools_build() {
 # metrics_server_build builds metrics-server from the module proxy (its own
 # go.mod pins its Kubernetes libraries).
 metrics_server_build() {
-	[[ -x $METRICS_SERVER_BIN ]] || cache_locked metrics-server _metrics_server_build
+	cache_ensure metrics-server _metrics_server_built _metrics_server_build
 }
 
+_metrics_server_built() { [[ -x $METRICS_SERVER_BIN ]]; }
+
 _metrics_server_build() {
-	[[ -x $METRICS_SERVER_BIN ]] && return
 	printf 'cache.sh: building metrics-server %s\n' "$METRICS_SERVER_VERSION" >&2
 	(cd "$SPLITLET_CACHE" && GOWORK=off CGO_ENABLED=0 GOBIN=$(dirname "$METRICS_SERVER_BIN") \
 		go install "sigs.k8s.io/metrics-server/cmd/metrics-server@$METRICS_SERVER_VERSION")

@@ -99,7 +99,7 @@ _apt_install() {
 # of it compiling, the rest downloading its modules). The btrfs,
 # devmapper and zfs snapshotters need cgo and are not used here.
 containerd_build() {
-  _containerd_built || cache_locked "containerd-$CONTAINERD_VERSION" _containerd_build
+  cache_ensure "containerd-$CONTAINERD_VERSION" _containerd_built _containerd_build
 }
 
 _containerd_built() {
@@ -108,7 +108,6 @@ _containerd_built() {
 
 _containerd_build() {
   local dir tmp
-  _containerd_built && return 0
   containerd_log "building containerd $CONTAINERD_VERSION from the Go module proxy into $CONTAINERD_BIN_DIR (about 2 minutes, once)"
   dir=$(dirname "$CONTAINERD_BIN_DIR")
   mkdir -p "$dir"

@@ -58,46 +58,41 @@ kube_source() {
 }
 
 kube_build() {
+	local cmd
+	for cmd in "$@"; do
+		_kube_make "$cmd" build "./cmd/$cmd"
+	done
+}
+
+# _kube_make NAME GO-VERB PKG runs `go GO-VERB -o $KUBE_BIN_DIR/NAME PKG`
+# (GO-VERB "build", or "test -c" for a test binary) in the prepared
+# Kubernetes module unless NAME is there, holding the lock every Kubernetes
+# build of this version shares: they share one module copy, and two at once
+# would compile the same packages twice.
+_kube_make() {
+	cache_ensure "kubernetes-$KUBE_VERSION" _kube_built _kube_make_locked "$@"
+}
+
+_kube_built() { [[ -x $KUBE_BIN_DIR/$1 ]]; }
+
+_kube_make_locked() {
+	local name=$1 pkg=$3 start=$SECONDS ldflags="-s -w" p verb
+	read -ra verb <<<"$2"
 	# The version components report (/version, kubectl version), as
 	# hack/lib/version.sh would stamp it; unset it reads v0.0.0-master.
 	# No symbol table or DWARF (-s -w, as Kubernetes' release builds):
 	# nothing debugs these, and writing it is much of a big binary's link.
-	local ldflags="-s -w" pkg cmd
-	for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
-		ldflags+=" -X $pkg.gitVersion=$KUBE_VERSION -X $pkg.gitMajor=1"
-		ldflags+=" -X $pkg.gitMinor=$(cut -d. -f2 <<<"$KUBE_VERSION")"
+	for p in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+		ldflags+=" -X $p.gitVersion=$KUBE_VERSION -X $p.gitMajor=1"
+		ldflags+=" -X $p.gitMinor=$(cut -d. -f2 <<<"$KUBE_VERSION")"
 	done
-	for cmd in "$@"; do
-		_kube_make "$cmd" build -ldflags "$ldflags" "./cmd/$cmd"
-	done
-}
-
-# _kube_make NAME GO-VERB ARGS... runs `go GO-VERB -o $KUBE_BIN_DIR/NAME
-# ARGS...` in the prepared Kubernetes module unless NAME is there, holding
-# the lock every Kubernetes build of this version shares: they share one
-# module copy, and two at once would compile the same packages twice.
-_kube_make() {
-	if [[ -x $KUBE_BIN_DIR/$1 ]]; then
-		kube_log "cached: $KUBE_BIN_DIR/$1"
-		return 0
-	fi
-	cache_locked "kubernetes-$KUBE_VERSION" _kube_make_locked "$@"
-}
-
-_kube_make_locked() {
-	local name=$1 verb=$2 start=$SECONDS
-	shift 2
-	if [[ -x $KUBE_BIN_DIR/$name ]]; then
-		kube_log "built meanwhile: $KUBE_BIN_DIR/$name"
-		return 0
-	fi
 	kube_source
 	mkdir -p "$KUBE_BIN_DIR"
 	kube_log "building $name $KUBE_VERSION (minutes on 2 cores when cold)"
 	# Built to a temporary name and moved, so an interrupted build never
 	# leaves a binary that passes for cached.
 	(cd "$KUBE_DIR/src" && GOWORK=off GOFLAGS=-mod=mod CGO_ENABLED=0 \
-		go "$verb" -o "$KUBE_BIN_DIR/.$name.tmp.$$" "$@")
+		go "${verb[@]}" -ldflags "$ldflags" -o "$KUBE_BIN_DIR/.$name.tmp.$$" "$pkg")
 	mv "$KUBE_BIN_DIR/.$name.tmp.$$" "$KUBE_BIN_DIR/$name"
 	kube_log "built $KUBE_BIN_DIR/$name in $((SECONDS - start)) s"
 }
@@ -113,8 +108,8 @@ kube_install_etcd() {
 # minutes on 2 cores) and the ginkgo CLI of the same version (it runs the
 # suite's specs in parallel processes) into $KUBE_BIN_DIR, unless there.
 kube_build_e2e() {
-	_kube_make e2e.test test -c -ldflags "-s -w" ./test/e2e
-	_kube_make ginkgo build -ldflags "-s -w" github.com/onsi/ginkgo/v2/ginkgo
+	_kube_make e2e.test "test -c" ./test/e2e
+	_kube_make ginkgo build github.com/onsi/ginkgo/v2/ginkgo
 }
 
 # kube_build_image_binary NAME builds the static binary of the e2e image
@@ -122,5 +117,5 @@ kube_build_e2e() {
 # $KUBE_BIN_DIR/NAME, unless there; hack/conformance-images.sh puts it in
 # that image.
 kube_build_image_binary() {
-	_kube_make "$1" build -ldflags "-s -w" "./test/images/$1"
+	_kube_make "$1" build "./test/images/$1"
 }

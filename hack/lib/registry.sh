@@ -19,11 +19,12 @@ REGISTRY_VERSION=${REGISTRY_VERSION:-v3.1.2}
 REGISTRY_BIN=$SPLITLET_CACHE/registry-$REGISTRY_VERSION/registry
 
 registry_build() {
-	[[ -x $REGISTRY_BIN ]] || cache_locked registry _registry_build
+	cache_ensure registry _registry_built _registry_build
 }
 
+_registry_built() { [[ -x $REGISTRY_BIN ]]; }
+
 _registry_build() {
-	[[ -x $REGISTRY_BIN ]] && return
 	printf 'registry.sh: building distribution registry %s (a few minutes, once)\n' "$REGISTRY_VERSION" >&2
 	# Into a temporary name first: an interrupted build leaves no binary
 	# that looks complete.
