@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"strconv"
 	"strings"
@@ -114,16 +115,7 @@ var ErrNoMetric = errors.New("no such metric")
 // Metric reads one sample from sync's /metrics: name is the metric's name
 // and, for a labelled sample, its labels exactly as exposed.
 func (s *Stack) Metric(name string) (float64, error) {
-	hc, base, err := s.syncHTTP()
-	if err != nil {
-		return 0, err
-	}
-	resp, err := hc.Get(base + "/metrics")
-	if err != nil {
-		return 0, err
-	}
-	defer resp.Body.Close()
-	raw, err := io.ReadAll(resp.Body)
+	raw, err := s.SyncGet("/metrics")
 	if err != nil {
 		return 0, err
 	}
@@ -133,6 +125,42 @@ func (s *Stack) Metric(name string) (float64, error) {
 		}
 	}
 	return 0, fmt.Errorf("%w: %s in sync's /metrics", ErrNoMetric, name)
+}
+
+// SyncGet reads one of sync's operational pages (/metrics, /healthz, and
+// /debug/pprof/ when sync runs with --profiling); a status other than 200
+// is an error carrying the page's start.
+func (s *Stack) SyncGet(path string) ([]byte, error) {
+	hc, base, err := s.syncHTTP()
+	if err != nil {
+		return nil, err
+	}
+	return getPage(hc, base+path)
+}
+
+// GatewayGet is SyncGet for the gateway's metrics server (GatewayMetricsAddr
+// set: /metrics, and /debug/pprof/ with the gateway's --profiling).
+func (s *Stack) GatewayGet(path string) ([]byte, error) {
+	if s.GatewayMetricsAddr == "" {
+		return nil, errors.New("the gateway serves no metrics: Config.GatewayMetricsAddr is empty")
+	}
+	return getPage(http.DefaultClient, "http://"+s.GatewayMetricsAddr+path)
+}
+
+func getPage(hc *http.Client, url string) ([]byte, error) {
+	resp, err := hc.Get(url)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("GET %s: %s: %.200s", url, resp.Status, raw)
+	}
+	return raw, nil
 }
 
 // Resyncs is how many periodic resyncs sync's pod workers have made since
