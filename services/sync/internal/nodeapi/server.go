@@ -135,10 +135,11 @@ func New(opts Options) *Server {
 	return s
 }
 
-// ServeHTTP puts a logger naming the request in its context and serves it.
+// ServeHTTP puts a logger naming the request in its context, serves it
+// and logs it (logRequest).
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	log := logctx.From(r.Context()).With(zap.String("method", r.Method), zap.String("path", r.URL.Path))
-	s.handler.ServeHTTP(w, r.WithContext(logctx.With(r.Context(), log)))
+	logRequest(log, s.handler, w, r.WithContext(logctx.With(r.Context(), log)))
 }
 
 // NewHTTPServer serves h over TLS (tlsConfig) on addr with the kubelet's
