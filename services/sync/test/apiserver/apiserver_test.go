@@ -114,15 +114,19 @@ func startStack(t *testing.T, kubeconfig, node, runtimeEndpoint string, syncArgs
 		RuntimeEndpoint: runtimeEndpoint,
 		// The node allows what a kubelet allows: any host path, and any
 		// capability (kubectl debug's general profile adds SYS_PTRACE).
-		GatewayArgs:     []string{"--allowed-host-path=/", "--allowed-capability=*", "--log-level=warn"},
-		AdmissionConfig: fmt.Sprintf("node:\n  maxPods: %d\neviction:\n%s", admissionMaxPods, launcher.EvictionHardYAML()),
-		AdmissionArgs:   []string{"--log-level=warn"},
+		GatewayArgs: []string{"--allowed-host-path=/", "--allowed-capability=*", "--log-level=warn", "--profiling"},
+		// Profiles of the gateway and sync tell where a stream stalled
+		// (dumpStreams).
+		GatewayMetricsAddr: "127.0.0.1:0",
+		AdmissionConfig:    fmt.Sprintf("node:\n  maxPods: %d\neviction:\n%s", admissionMaxPods, launcher.EvictionHardYAML()),
+		AdmissionArgs:      []string{"--log-level=warn"},
 		SyncArgs: append([]string{
 			"--kubeconfig=" + kubeconfig,
 			"--admission-failure-policy=Ignore",
 			"--resync-interval=500ms",
 			"--relist-interval=200ms",
 			"--log-level=debug",
+			"--profiling",
 		}, syncArgs...),
 		StopGrace: 10 * time.Second,
 	})
