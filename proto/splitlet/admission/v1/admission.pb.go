@@ -91,7 +91,15 @@ type AdmitRequest struct {
 	// the active pods are then the union.
 	ActivePods [][]byte `protobuf:"bytes,2,rep,name=active_pods,json=activePods,proto3" json:"active_pods,omitempty"`
 	// The pods already admitted and not terminated, by reference.
-	Active        []*ActivePod `protobuf:"bytes,3,rep,name=active,proto3" json:"active,omitempty"`
+	Active []*ActivePod `protobuf:"bytes,3,rep,name=active,proto3" json:"active,omitempty"`
+	// The SHA-256 digest of the active set: of the concatenated digests of
+	// active, in order (32 bytes). With active set too, the server checks
+	// the digest and keeps the set under it; with active empty, the request
+	// names the set the server was sent before under this digest (the digest
+	// of no pods always names the empty set). A set the server does not hold
+	// fails the call with FAILED_PRECONDITION and an UnknownActiveSet detail,
+	// and the client sends active again. Unset: active alone is the set.
+	ActiveSet     []byte `protobuf:"bytes,4,opt,name=active_set,json=activeSet,proto3" json:"active_set,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -143,6 +151,13 @@ func (x *AdmitRequest) GetActivePods() [][]byte {
 func (x *AdmitRequest) GetActive() []*ActivePod {
 	if x != nil {
 		return x.Active
+	}
+	return nil
+}
+
+func (x *AdmitRequest) GetActiveSet() []byte {
+	if x != nil {
+		return x.ActiveSet
 	}
 	return nil
 }
@@ -264,20 +279,71 @@ func (x *UnknownActivePods) GetUids() []string {
 	return nil
 }
 
+// UnknownActiveSet is the detail of the FAILED_PRECONDITION error of an
+// Admit or AdmitPods call that named an active set by its digest alone
+// that the server does not hold (it restarted, or forgot a set unused for a
+// while).
+type UnknownActiveSet struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The request's active_set.
+	Digest        []byte `protobuf:"bytes,1,opt,name=digest,proto3" json:"digest,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UnknownActiveSet) Reset() {
+	*x = UnknownActiveSet{}
+	mi := &file_splitlet_admission_v1_admission_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UnknownActiveSet) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UnknownActiveSet) ProtoMessage() {}
+
+func (x *UnknownActiveSet) ProtoReflect() protoreflect.Message {
+	mi := &file_splitlet_admission_v1_admission_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UnknownActiveSet.ProtoReflect.Descriptor instead.
+func (*UnknownActiveSet) Descriptor() ([]byte, []int) {
+	return file_splitlet_admission_v1_admission_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *UnknownActiveSet) GetDigest() []byte {
+	if x != nil {
+		return x.Digest
+	}
+	return nil
+}
+
 type AdmitPodsRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The pods to admit, in the order to admit them; same encoding as
 	// AdmitRequest.pod. None of them may be among the active pods.
 	Pods [][]byte `protobuf:"bytes,1,rep,name=pods,proto3" json:"pods,omitempty"`
 	// The pods already admitted and not terminated, as AdmitRequest.active.
-	Active        []*ActivePod `protobuf:"bytes,2,rep,name=active,proto3" json:"active,omitempty"`
+	Active []*ActivePod `protobuf:"bytes,2,rep,name=active,proto3" json:"active,omitempty"`
+	// The digest of the active set, as AdmitRequest.active_set.
+	ActiveSet     []byte `protobuf:"bytes,3,opt,name=active_set,json=activeSet,proto3" json:"active_set,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *AdmitPodsRequest) Reset() {
 	*x = AdmitPodsRequest{}
-	mi := &file_splitlet_admission_v1_admission_proto_msgTypes[4]
+	mi := &file_splitlet_admission_v1_admission_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -289,7 +355,7 @@ func (x *AdmitPodsRequest) String() string {
 func (*AdmitPodsRequest) ProtoMessage() {}
 
 func (x *AdmitPodsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_splitlet_admission_v1_admission_proto_msgTypes[4]
+	mi := &file_splitlet_admission_v1_admission_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -302,7 +368,7 @@ func (x *AdmitPodsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AdmitPodsRequest.ProtoReflect.Descriptor instead.
 func (*AdmitPodsRequest) Descriptor() ([]byte, []int) {
-	return file_splitlet_admission_v1_admission_proto_rawDescGZIP(), []int{4}
+	return file_splitlet_admission_v1_admission_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *AdmitPodsRequest) GetPods() [][]byte {
@@ -319,19 +385,28 @@ func (x *AdmitPodsRequest) GetActive() []*ActivePod {
 	return nil
 }
 
+func (x *AdmitPodsRequest) GetActiveSet() []byte {
+	if x != nil {
+		return x.ActiveSet
+	}
+	return nil
+}
+
 type AdmitPodsResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// One answer per pod, in request order, up to and including the first
 	// answer that names victims (or every pod when none does). The pods
 	// after it were not judged.
-	Results       []*AdmitResponse `protobuf:"bytes,1,rep,name=results,proto3" json:"results,omitempty"`
+	Results []*AdmitResponse `protobuf:"bytes,1,rep,name=results,proto3" json:"results,omitempty"`
+	// As AdmitResponse.active_set_held.
+	ActiveSetHeld bool `protobuf:"varint,2,opt,name=active_set_held,json=activeSetHeld,proto3" json:"active_set_held,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *AdmitPodsResponse) Reset() {
 	*x = AdmitPodsResponse{}
-	mi := &file_splitlet_admission_v1_admission_proto_msgTypes[5]
+	mi := &file_splitlet_admission_v1_admission_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -343,7 +418,7 @@ func (x *AdmitPodsResponse) String() string {
 func (*AdmitPodsResponse) ProtoMessage() {}
 
 func (x *AdmitPodsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_splitlet_admission_v1_admission_proto_msgTypes[5]
+	mi := &file_splitlet_admission_v1_admission_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -356,7 +431,7 @@ func (x *AdmitPodsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AdmitPodsResponse.ProtoReflect.Descriptor instead.
 func (*AdmitPodsResponse) Descriptor() ([]byte, []int) {
-	return file_splitlet_admission_v1_admission_proto_rawDescGZIP(), []int{5}
+	return file_splitlet_admission_v1_admission_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *AdmitPodsResponse) GetResults() []*AdmitResponse {
@@ -364,6 +439,13 @@ func (x *AdmitPodsResponse) GetResults() []*AdmitResponse {
 		return x.Results
 	}
 	return nil
+}
+
+func (x *AdmitPodsResponse) GetActiveSetHeld() bool {
+	if x != nil {
+		return x.ActiveSetHeld
+	}
+	return false
 }
 
 type AdmitResponse struct {
@@ -378,13 +460,17 @@ type AdmitResponse struct {
 	Victims       []*PodRef `protobuf:"bytes,4,rep,name=victims,proto3" json:"victims,omitempty"`
 	VictimReason  string    `protobuf:"bytes,5,opt,name=victim_reason,json=victimReason,proto3" json:"victim_reason,omitempty"`
 	VictimMessage string    `protobuf:"bytes,6,opt,name=victim_message,json=victimMessage,proto3" json:"victim_message,omitempty"`
+	// The server holds the request's active set under its active_set digest:
+	// the next request may name it by the digest alone. A server that does
+	// not keep sets never says so, and its clients keep sending references.
+	ActiveSetHeld bool `protobuf:"varint,7,opt,name=active_set_held,json=activeSetHeld,proto3" json:"active_set_held,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *AdmitResponse) Reset() {
 	*x = AdmitResponse{}
-	mi := &file_splitlet_admission_v1_admission_proto_msgTypes[6]
+	mi := &file_splitlet_admission_v1_admission_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -396,7 +482,7 @@ func (x *AdmitResponse) String() string {
 func (*AdmitResponse) ProtoMessage() {}
 
 func (x *AdmitResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_splitlet_admission_v1_admission_proto_msgTypes[6]
+	mi := &file_splitlet_admission_v1_admission_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -409,7 +495,7 @@ func (x *AdmitResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AdmitResponse.ProtoReflect.Descriptor instead.
 func (*AdmitResponse) Descriptor() ([]byte, []int) {
-	return file_splitlet_admission_v1_admission_proto_rawDescGZIP(), []int{6}
+	return file_splitlet_admission_v1_admission_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *AdmitResponse) GetAdmit() bool {
@@ -454,6 +540,13 @@ func (x *AdmitResponse) GetVictimMessage() string {
 	return ""
 }
 
+func (x *AdmitResponse) GetActiveSetHeld() bool {
+	if x != nil {
+		return x.ActiveSetHeld
+	}
+	return false
+}
+
 type WatchEvictionsRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	unknownFields protoimpl.UnknownFields
@@ -462,7 +555,7 @@ type WatchEvictionsRequest struct {
 
 func (x *WatchEvictionsRequest) Reset() {
 	*x = WatchEvictionsRequest{}
-	mi := &file_splitlet_admission_v1_admission_proto_msgTypes[7]
+	mi := &file_splitlet_admission_v1_admission_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -474,7 +567,7 @@ func (x *WatchEvictionsRequest) String() string {
 func (*WatchEvictionsRequest) ProtoMessage() {}
 
 func (x *WatchEvictionsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_splitlet_admission_v1_admission_proto_msgTypes[7]
+	mi := &file_splitlet_admission_v1_admission_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -487,7 +580,7 @@ func (x *WatchEvictionsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchEvictionsRequest.ProtoReflect.Descriptor instead.
 func (*WatchEvictionsRequest) Descriptor() ([]byte, []int) {
-	return file_splitlet_admission_v1_admission_proto_rawDescGZIP(), []int{7}
+	return file_splitlet_admission_v1_admission_proto_rawDescGZIP(), []int{8}
 }
 
 // WatchEvictionsResponse is one eviction (pod set) or one reclaim request
@@ -513,7 +606,7 @@ type WatchEvictionsResponse struct {
 
 func (x *WatchEvictionsResponse) Reset() {
 	*x = WatchEvictionsResponse{}
-	mi := &file_splitlet_admission_v1_admission_proto_msgTypes[8]
+	mi := &file_splitlet_admission_v1_admission_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -525,7 +618,7 @@ func (x *WatchEvictionsResponse) String() string {
 func (*WatchEvictionsResponse) ProtoMessage() {}
 
 func (x *WatchEvictionsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_splitlet_admission_v1_admission_proto_msgTypes[8]
+	mi := &file_splitlet_admission_v1_admission_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -538,7 +631,7 @@ func (x *WatchEvictionsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchEvictionsResponse.ProtoReflect.Descriptor instead.
 func (*WatchEvictionsResponse) Descriptor() ([]byte, []int) {
-	return file_splitlet_admission_v1_admission_proto_rawDescGZIP(), []int{8}
+	return file_splitlet_admission_v1_admission_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *WatchEvictionsResponse) GetPod() *PodRef {
@@ -604,7 +697,7 @@ type ReclaimRequest struct {
 
 func (x *ReclaimRequest) Reset() {
 	*x = ReclaimRequest{}
-	mi := &file_splitlet_admission_v1_admission_proto_msgTypes[9]
+	mi := &file_splitlet_admission_v1_admission_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -616,7 +709,7 @@ func (x *ReclaimRequest) String() string {
 func (*ReclaimRequest) ProtoMessage() {}
 
 func (x *ReclaimRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_splitlet_admission_v1_admission_proto_msgTypes[9]
+	mi := &file_splitlet_admission_v1_admission_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -629,7 +722,7 @@ func (x *ReclaimRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReclaimRequest.ProtoReflect.Descriptor instead.
 func (*ReclaimRequest) Descriptor() ([]byte, []int) {
-	return file_splitlet_admission_v1_admission_proto_rawDescGZIP(), []int{9}
+	return file_splitlet_admission_v1_admission_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *ReclaimRequest) GetId() string {
@@ -675,7 +768,7 @@ type ReportReclaimRequest struct {
 
 func (x *ReportReclaimRequest) Reset() {
 	*x = ReportReclaimRequest{}
-	mi := &file_splitlet_admission_v1_admission_proto_msgTypes[10]
+	mi := &file_splitlet_admission_v1_admission_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -687,7 +780,7 @@ func (x *ReportReclaimRequest) String() string {
 func (*ReportReclaimRequest) ProtoMessage() {}
 
 func (x *ReportReclaimRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_splitlet_admission_v1_admission_proto_msgTypes[10]
+	mi := &file_splitlet_admission_v1_admission_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -700,7 +793,7 @@ func (x *ReportReclaimRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportReclaimRequest.ProtoReflect.Descriptor instead.
 func (*ReportReclaimRequest) Descriptor() ([]byte, []int) {
-	return file_splitlet_admission_v1_admission_proto_rawDescGZIP(), []int{10}
+	return file_splitlet_admission_v1_admission_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *ReportReclaimRequest) GetId() string {
@@ -732,7 +825,7 @@ type ReportReclaimResponse struct {
 
 func (x *ReportReclaimResponse) Reset() {
 	*x = ReportReclaimResponse{}
-	mi := &file_splitlet_admission_v1_admission_proto_msgTypes[11]
+	mi := &file_splitlet_admission_v1_admission_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -744,7 +837,7 @@ func (x *ReportReclaimResponse) String() string {
 func (*ReportReclaimResponse) ProtoMessage() {}
 
 func (x *ReportReclaimResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_splitlet_admission_v1_admission_proto_msgTypes[11]
+	mi := &file_splitlet_admission_v1_admission_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -757,7 +850,7 @@ func (x *ReportReclaimResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportReclaimResponse.ProtoReflect.Descriptor instead.
 func (*ReportReclaimResponse) Descriptor() ([]byte, []int) {
-	return file_splitlet_admission_v1_admission_proto_rawDescGZIP(), []int{11}
+	return file_splitlet_admission_v1_admission_proto_rawDescGZIP(), []int{12}
 }
 
 type GetNodeRequest struct {
@@ -768,7 +861,7 @@ type GetNodeRequest struct {
 
 func (x *GetNodeRequest) Reset() {
 	*x = GetNodeRequest{}
-	mi := &file_splitlet_admission_v1_admission_proto_msgTypes[12]
+	mi := &file_splitlet_admission_v1_admission_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -780,7 +873,7 @@ func (x *GetNodeRequest) String() string {
 func (*GetNodeRequest) ProtoMessage() {}
 
 func (x *GetNodeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_splitlet_admission_v1_admission_proto_msgTypes[12]
+	mi := &file_splitlet_admission_v1_admission_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -793,7 +886,7 @@ func (x *GetNodeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetNodeRequest.ProtoReflect.Descriptor instead.
 func (*GetNodeRequest) Descriptor() ([]byte, []int) {
-	return file_splitlet_admission_v1_admission_proto_rawDescGZIP(), []int{12}
+	return file_splitlet_admission_v1_admission_proto_rawDescGZIP(), []int{13}
 }
 
 type GetNodeResponse struct {
@@ -806,7 +899,7 @@ type GetNodeResponse struct {
 
 func (x *GetNodeResponse) Reset() {
 	*x = GetNodeResponse{}
-	mi := &file_splitlet_admission_v1_admission_proto_msgTypes[13]
+	mi := &file_splitlet_admission_v1_admission_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -818,7 +911,7 @@ func (x *GetNodeResponse) String() string {
 func (*GetNodeResponse) ProtoMessage() {}
 
 func (x *GetNodeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_splitlet_admission_v1_admission_proto_msgTypes[13]
+	mi := &file_splitlet_admission_v1_admission_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -831,7 +924,7 @@ func (x *GetNodeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetNodeResponse.ProtoReflect.Descriptor instead.
 func (*GetNodeResponse) Descriptor() ([]byte, []int) {
-	return file_splitlet_admission_v1_admission_proto_rawDescGZIP(), []int{13}
+	return file_splitlet_admission_v1_admission_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *GetNodeResponse) GetNode() []byte {
@@ -849,30 +942,38 @@ const file_splitlet_admission_v1_admission_proto_rawDesc = "" +
 	"\x06PodRef\x12\x1c\n" +
 	"\tnamespace\x18\x01 \x01(\tR\tnamespace\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x10\n" +
-	"\x03uid\x18\x03 \x01(\tR\x03uid\"{\n" +
+	"\x03uid\x18\x03 \x01(\tR\x03uid\"\x9a\x01\n" +
 	"\fAdmitRequest\x12\x10\n" +
 	"\x03pod\x18\x01 \x01(\fR\x03pod\x12\x1f\n" +
 	"\vactive_pods\x18\x02 \x03(\fR\n" +
 	"activePods\x128\n" +
-	"\x06active\x18\x03 \x03(\v2 .splitlet.admission.v1.ActivePodR\x06active\"G\n" +
+	"\x06active\x18\x03 \x03(\v2 .splitlet.admission.v1.ActivePodR\x06active\x12\x1d\n" +
+	"\n" +
+	"active_set\x18\x04 \x01(\fR\tactiveSet\"G\n" +
 	"\tActivePod\x12\x10\n" +
 	"\x03uid\x18\x01 \x01(\tR\x03uid\x12\x16\n" +
 	"\x06digest\x18\x02 \x01(\fR\x06digest\x12\x10\n" +
 	"\x03pod\x18\x03 \x01(\fR\x03pod\"'\n" +
 	"\x11UnknownActivePods\x12\x12\n" +
-	"\x04uids\x18\x01 \x03(\tR\x04uids\"`\n" +
+	"\x04uids\x18\x01 \x03(\tR\x04uids\"*\n" +
+	"\x10UnknownActiveSet\x12\x16\n" +
+	"\x06digest\x18\x01 \x01(\fR\x06digest\"\x7f\n" +
 	"\x10AdmitPodsRequest\x12\x12\n" +
 	"\x04pods\x18\x01 \x03(\fR\x04pods\x128\n" +
-	"\x06active\x18\x02 \x03(\v2 .splitlet.admission.v1.ActivePodR\x06active\"S\n" +
+	"\x06active\x18\x02 \x03(\v2 .splitlet.admission.v1.ActivePodR\x06active\x12\x1d\n" +
+	"\n" +
+	"active_set\x18\x03 \x01(\fR\tactiveSet\"{\n" +
 	"\x11AdmitPodsResponse\x12>\n" +
-	"\aresults\x18\x01 \x03(\v2$.splitlet.admission.v1.AdmitResponseR\aresults\"\xdc\x01\n" +
+	"\aresults\x18\x01 \x03(\v2$.splitlet.admission.v1.AdmitResponseR\aresults\x12&\n" +
+	"\x0factive_set_held\x18\x02 \x01(\bR\ractiveSetHeld\"\x84\x02\n" +
 	"\rAdmitResponse\x12\x14\n" +
 	"\x05admit\x18\x01 \x01(\bR\x05admit\x12\x16\n" +
 	"\x06reason\x18\x02 \x01(\tR\x06reason\x12\x18\n" +
 	"\amessage\x18\x03 \x01(\tR\amessage\x127\n" +
 	"\avictims\x18\x04 \x03(\v2\x1d.splitlet.admission.v1.PodRefR\avictims\x12#\n" +
 	"\rvictim_reason\x18\x05 \x01(\tR\fvictimReason\x12%\n" +
-	"\x0evictim_message\x18\x06 \x01(\tR\rvictimMessage\"\x17\n" +
+	"\x0evictim_message\x18\x06 \x01(\tR\rvictimMessage\x12&\n" +
+	"\x0factive_set_held\x18\a \x01(\bR\ractiveSetHeld\"\x17\n" +
 	"\x15WatchEvictionsRequest\"\xa4\x02\n" +
 	"\x16WatchEvictionsResponse\x12/\n" +
 	"\x03pod\x18\x01 \x01(\v2\x1d.splitlet.admission.v1.PodRefR\x03pod\x12\x16\n" +
@@ -917,40 +1018,41 @@ func file_splitlet_admission_v1_admission_proto_rawDescGZIP() []byte {
 	return file_splitlet_admission_v1_admission_proto_rawDescData
 }
 
-var file_splitlet_admission_v1_admission_proto_msgTypes = make([]protoimpl.MessageInfo, 14)
+var file_splitlet_admission_v1_admission_proto_msgTypes = make([]protoimpl.MessageInfo, 15)
 var file_splitlet_admission_v1_admission_proto_goTypes = []any{
 	(*PodRef)(nil),                 // 0: splitlet.admission.v1.PodRef
 	(*AdmitRequest)(nil),           // 1: splitlet.admission.v1.AdmitRequest
 	(*ActivePod)(nil),              // 2: splitlet.admission.v1.ActivePod
 	(*UnknownActivePods)(nil),      // 3: splitlet.admission.v1.UnknownActivePods
-	(*AdmitPodsRequest)(nil),       // 4: splitlet.admission.v1.AdmitPodsRequest
-	(*AdmitPodsResponse)(nil),      // 5: splitlet.admission.v1.AdmitPodsResponse
-	(*AdmitResponse)(nil),          // 6: splitlet.admission.v1.AdmitResponse
-	(*WatchEvictionsRequest)(nil),  // 7: splitlet.admission.v1.WatchEvictionsRequest
-	(*WatchEvictionsResponse)(nil), // 8: splitlet.admission.v1.WatchEvictionsResponse
-	(*ReclaimRequest)(nil),         // 9: splitlet.admission.v1.ReclaimRequest
-	(*ReportReclaimRequest)(nil),   // 10: splitlet.admission.v1.ReportReclaimRequest
-	(*ReportReclaimResponse)(nil),  // 11: splitlet.admission.v1.ReportReclaimResponse
-	(*GetNodeRequest)(nil),         // 12: splitlet.admission.v1.GetNodeRequest
-	(*GetNodeResponse)(nil),        // 13: splitlet.admission.v1.GetNodeResponse
+	(*UnknownActiveSet)(nil),       // 4: splitlet.admission.v1.UnknownActiveSet
+	(*AdmitPodsRequest)(nil),       // 5: splitlet.admission.v1.AdmitPodsRequest
+	(*AdmitPodsResponse)(nil),      // 6: splitlet.admission.v1.AdmitPodsResponse
+	(*AdmitResponse)(nil),          // 7: splitlet.admission.v1.AdmitResponse
+	(*WatchEvictionsRequest)(nil),  // 8: splitlet.admission.v1.WatchEvictionsRequest
+	(*WatchEvictionsResponse)(nil), // 9: splitlet.admission.v1.WatchEvictionsResponse
+	(*ReclaimRequest)(nil),         // 10: splitlet.admission.v1.ReclaimRequest
+	(*ReportReclaimRequest)(nil),   // 11: splitlet.admission.v1.ReportReclaimRequest
+	(*ReportReclaimResponse)(nil),  // 12: splitlet.admission.v1.ReportReclaimResponse
+	(*GetNodeRequest)(nil),         // 13: splitlet.admission.v1.GetNodeRequest
+	(*GetNodeResponse)(nil),        // 14: splitlet.admission.v1.GetNodeResponse
 }
 var file_splitlet_admission_v1_admission_proto_depIdxs = []int32{
 	2,  // 0: splitlet.admission.v1.AdmitRequest.active:type_name -> splitlet.admission.v1.ActivePod
 	2,  // 1: splitlet.admission.v1.AdmitPodsRequest.active:type_name -> splitlet.admission.v1.ActivePod
-	6,  // 2: splitlet.admission.v1.AdmitPodsResponse.results:type_name -> splitlet.admission.v1.AdmitResponse
+	7,  // 2: splitlet.admission.v1.AdmitPodsResponse.results:type_name -> splitlet.admission.v1.AdmitResponse
 	0,  // 3: splitlet.admission.v1.AdmitResponse.victims:type_name -> splitlet.admission.v1.PodRef
 	0,  // 4: splitlet.admission.v1.WatchEvictionsResponse.pod:type_name -> splitlet.admission.v1.PodRef
-	9,  // 5: splitlet.admission.v1.WatchEvictionsResponse.reclaim:type_name -> splitlet.admission.v1.ReclaimRequest
+	10, // 5: splitlet.admission.v1.WatchEvictionsResponse.reclaim:type_name -> splitlet.admission.v1.ReclaimRequest
 	1,  // 6: splitlet.admission.v1.AdmissionService.Admit:input_type -> splitlet.admission.v1.AdmitRequest
-	4,  // 7: splitlet.admission.v1.AdmissionService.AdmitPods:input_type -> splitlet.admission.v1.AdmitPodsRequest
-	7,  // 8: splitlet.admission.v1.AdmissionService.WatchEvictions:input_type -> splitlet.admission.v1.WatchEvictionsRequest
-	10, // 9: splitlet.admission.v1.AdmissionService.ReportReclaim:input_type -> splitlet.admission.v1.ReportReclaimRequest
-	12, // 10: splitlet.admission.v1.AdmissionService.GetNode:input_type -> splitlet.admission.v1.GetNodeRequest
-	6,  // 11: splitlet.admission.v1.AdmissionService.Admit:output_type -> splitlet.admission.v1.AdmitResponse
-	5,  // 12: splitlet.admission.v1.AdmissionService.AdmitPods:output_type -> splitlet.admission.v1.AdmitPodsResponse
-	8,  // 13: splitlet.admission.v1.AdmissionService.WatchEvictions:output_type -> splitlet.admission.v1.WatchEvictionsResponse
-	11, // 14: splitlet.admission.v1.AdmissionService.ReportReclaim:output_type -> splitlet.admission.v1.ReportReclaimResponse
-	13, // 15: splitlet.admission.v1.AdmissionService.GetNode:output_type -> splitlet.admission.v1.GetNodeResponse
+	5,  // 7: splitlet.admission.v1.AdmissionService.AdmitPods:input_type -> splitlet.admission.v1.AdmitPodsRequest
+	8,  // 8: splitlet.admission.v1.AdmissionService.WatchEvictions:input_type -> splitlet.admission.v1.WatchEvictionsRequest
+	11, // 9: splitlet.admission.v1.AdmissionService.ReportReclaim:input_type -> splitlet.admission.v1.ReportReclaimRequest
+	13, // 10: splitlet.admission.v1.AdmissionService.GetNode:input_type -> splitlet.admission.v1.GetNodeRequest
+	7,  // 11: splitlet.admission.v1.AdmissionService.Admit:output_type -> splitlet.admission.v1.AdmitResponse
+	6,  // 12: splitlet.admission.v1.AdmissionService.AdmitPods:output_type -> splitlet.admission.v1.AdmitPodsResponse
+	9,  // 13: splitlet.admission.v1.AdmissionService.WatchEvictions:output_type -> splitlet.admission.v1.WatchEvictionsResponse
+	12, // 14: splitlet.admission.v1.AdmissionService.ReportReclaim:output_type -> splitlet.admission.v1.ReportReclaimResponse
+	14, // 15: splitlet.admission.v1.AdmissionService.GetNode:output_type -> splitlet.admission.v1.GetNodeResponse
 	11, // [11:16] is the sub-list for method output_type
 	6,  // [6:11] is the sub-list for method input_type
 	6,  // [6:6] is the sub-list for extension type_name
@@ -963,14 +1065,14 @@ func file_splitlet_admission_v1_admission_proto_init() {
 	if File_splitlet_admission_v1_admission_proto != nil {
 		return
 	}
-	file_splitlet_admission_v1_admission_proto_msgTypes[8].OneofWrappers = []any{}
+	file_splitlet_admission_v1_admission_proto_msgTypes[9].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_splitlet_admission_v1_admission_proto_rawDesc), len(file_splitlet_admission_v1_admission_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   14,
+			NumMessages:   15,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

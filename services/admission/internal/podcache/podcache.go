@@ -10,6 +10,8 @@
 //	pods.Reserve(len(refs) + len(full))   // once per request
 //	held, missing := pods.Resolve(refs)   // the pods sent by reference
 //	pod, ref, err := pods.DecodeRef(b)    // the pods sent in full
+//	pods.PutSet(refs, active)             // the whole active set, by digest
+//	active, ok := pods.Set(digest)        // the next request's, if unchanged
 //	predicate.Options{ActivePodInfos: pods, ...}
 //	pluginhost.Options{Encodings: pods, ...}
 //
@@ -64,6 +66,9 @@ type Cache struct {
 	byPod gencache.Cache[*v1.Pod, *entry]
 	// byRef is the third index, kept in step with the other two.
 	byRef gencache.Cache[Ref, *entry]
+	// sets are the active sets kept by digest (PutSet, Set), least
+	// recently used first.
+	sets []*heldSet
 }
 
 var (

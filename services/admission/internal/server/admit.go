@@ -31,12 +31,13 @@ var tracer = tracing.Tracer("github.com/splitlet/splitlet/services/admission")
 // rejection is a normal response, never an error.
 func (s *Service) Admit(ctx context.Context, req *connect.Request[admissionv1.AdmitRequest]) (*connect.Response[admissionv1.AdmitResponse], error) {
 	start := time.Now()
-	pod, active, err := s.decodeAdmitRequest(req.Msg)
+	pod, active, setHeld, err := s.decodeAdmitRequest(req.Msg)
 	if err != nil {
 		s.metrics.observeAdmit(resultInvalid, "", time.Since(start))
 		return nil, toConnectError(err)
 	}
 	out, _ := s.decide(ctx, pod, active, start)
+	out.ActiveSetHeld = setHeld
 	return connect.NewResponse(out), nil
 }
 
@@ -71,19 +72,18 @@ func (s *Service) decide(ctx context.Context, pod *v1.Pod, active []*v1.Pod, sta
 	return out, res
 }
 
-func (s *Service) decodeAdmitRequest(msg *admissionv1.AdmitRequest) (*v1.Pod, []*v1.Pod, error) {
+func (s *Service) decodeAdmitRequest(msg *admissionv1.AdmitRequest) (pod *v1.Pod, active []*v1.Pod, setHeld bool, err error) {
 	s.pods.Reserve(1 + len(msg.GetActivePods()) + len(msg.GetActive()))
 	// The active set first: references resolve before the new pod's
 	// decoding can push anything out of the store.
-	active, err := s.decodeActive(msg.GetActivePods(), msg.GetActive(), "active")
+	active, setHeld, err = s.decodeActive(msg.GetActivePods(), msg.GetActive(), msg.GetActiveSet(), "active")
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, false, err
 	}
-	pod, err := s.decodePod(msg.GetPod())
-	if err != nil {
-		return nil, nil, podError("pod", err)
+	if pod, err = s.decodePod(msg.GetPod()); err != nil {
+		return nil, nil, false, podError("pod", err)
 	}
-	return pod, active, nil
+	return pod, active, setHeld, nil
 }
 
 // errEmptyPod refuses empty bytes: they decode to a pod without a name,

@@ -25,12 +25,12 @@ import (
 // pod is judged when the request is refused.
 func (s *Service) AdmitPods(ctx context.Context, req *connect.Request[admissionv1.AdmitPodsRequest]) (*connect.Response[admissionv1.AdmitPodsResponse], error) {
 	start := time.Now()
-	pods, active, err := s.decodeAdmitPodsRequest(req.Msg)
+	pods, active, setHeld, err := s.decodeAdmitPodsRequest(req.Msg)
 	if err != nil {
 		s.metrics.observeAdmit(resultInvalid, "", time.Since(start))
 		return nil, toConnectError(err)
 	}
-	out := &admissionv1.AdmitPodsResponse{Results: make([]*admissionv1.AdmitResponse, 0, len(pods))}
+	out := &admissionv1.AdmitPodsResponse{Results: make([]*admissionv1.AdmitResponse, 0, len(pods)), ActiveSetHeld: setHeld}
 	// Each pod's duration is its own decision; the first carries the
 	// decoding too, as one Admit would.
 	decided := start
@@ -51,23 +51,23 @@ func (s *Service) AdmitPods(ctx context.Context, req *connect.Request[admissionv
 	return connect.NewResponse(out), nil
 }
 
-func (s *Service) decodeAdmitPodsRequest(msg *admissionv1.AdmitPodsRequest) ([]*v1.Pod, []*v1.Pod, error) {
+func (s *Service) decodeAdmitPodsRequest(msg *admissionv1.AdmitPodsRequest) (pods, active []*v1.Pod, setHeld bool, err error) {
 	if len(msg.GetPods()) == 0 {
-		return nil, nil, fmt.Errorf("pods: empty; want at least one pod to admit: %w", errdefs.ErrInvalidArgument)
+		return nil, nil, false, fmt.Errorf("pods: empty; want at least one pod to admit: %w", errdefs.ErrInvalidArgument)
 	}
 	s.pods.Reserve(len(msg.GetPods()) + len(msg.GetActive()))
-	active, err := s.decodeActive(nil, msg.GetActive(), "active")
+	active, setHeld, err = s.decodeActive(nil, msg.GetActive(), msg.GetActiveSet(), "active")
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, false, err
 	}
 	// The active slice grows by the admitted pods; room for all of them
 	// keeps the appends from copying a node's worth of pointers.
 	active = append(make([]*v1.Pod, 0, len(active)+len(msg.GetPods())), active...)
-	pods := make([]*v1.Pod, len(msg.GetPods()))
+	pods = make([]*v1.Pod, len(msg.GetPods()))
 	for i, b := range msg.GetPods() {
 		if pods[i], err = s.decodePod(b); err != nil {
-			return nil, nil, podError(fmt.Sprintf("pods[%d]", i), err)
+			return nil, nil, false, podError(fmt.Sprintf("pods[%d]", i), err)
 		}
 	}
-	return pods, active, nil
+	return pods, active, setHeld, nil
 }

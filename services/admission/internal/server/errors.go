@@ -33,6 +33,11 @@ func toConnectError(err error) error {
 			ce.AddDetail(d)
 		}
 	}
+	if u := new(unknownActiveSetError); errors.As(err, &u) {
+		if d, derr := connect.NewErrorDetail(&admissionv1.UnknownActiveSet{Digest: u.digest}); derr == nil {
+			ce.AddDetail(d)
+		}
+	}
 	return ce
 }
 
@@ -59,3 +64,17 @@ func (e *unknownActivePodsError) Error() string {
 }
 
 func (e *unknownActivePodsError) Unwrap() error { return errdefs.ErrFailedPrecondition }
+
+// unknownActiveSetError is a request naming by its digest alone an active
+// set this server does not hold: it restarted, or forgot a set no request
+// named while newer ones came. It is FailedPrecondition with an
+// UnknownActiveSet detail; the client sends the set's references next.
+type unknownActiveSetError struct {
+	digest []byte
+}
+
+func (e *unknownActiveSetError) Error() string {
+	return fmt.Sprintf("active set %x is not held by this admission server, send its pods", e.digest)
+}
+
+func (e *unknownActiveSetError) Unwrap() error { return errdefs.ErrFailedPrecondition }

@@ -14,6 +14,7 @@ package server
 
 import (
 	"context"
+	"crypto/sha256"
 	"net/http"
 	"sync"
 
@@ -72,6 +73,12 @@ type PodStore interface {
 	// Reserve readies the store for a request naming n pods, so that
 	// none of them is forgotten before the next request.
 	Reserve(n int)
+	// PutSet keeps pods, resolved or decoded for refs, as the active set
+	// named podcache.SetDigest(refs), and says whether it did.
+	PutSet(refs []podcache.Ref, pods []*v1.Pod) bool
+	// Set returns the active set kept under digest, if held; the slice
+	// is shared and must not be changed.
+	Set(digest [sha256.Size]byte) ([]*v1.Pod, bool)
 }
 
 var _ PodStore = (*podcache.Cache)(nil)

@@ -1,0 +1,156 @@
+package server
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"strings"
+	"testing"
+
+	"connectrpc.com/connect"
+	v1 "k8s.io/api/core/v1"
+
+	admissionv1 "github.com/splitlet/splitlet/proto/splitlet/admission/v1"
+	"github.com/splitlet/splitlet/proto/splitlet/admission/v1/admissionv1connect"
+	"github.com/splitlet/splitlet/services/admission/internal/testfixture"
+)
+
+// setDigest is AdmitRequest.active_set of refs: SHA-256 of their digests
+// in order, written out here rather than through podcache.SetDigest so
+// that the test checks the proto's definition.
+func setDigest(refs []*admissionv1.ActivePod) []byte {
+	var all []byte
+	for _, r := range refs {
+		all = append(all, r.Digest...)
+	}
+	d := sha256.Sum256(all)
+	return d[:]
+}
+
+// unknownSet returns the digest of err's UnknownActiveSet detail.
+func unknownSet(t *testing.T, err error) []byte {
+	t.Helper()
+	var ce *connect.Error
+	if !errors.As(err, &ce) || ce.Code() != connect.CodeFailedPrecondition {
+		t.Fatalf("error %v, want FailedPrecondition", err)
+	}
+	for _, d := range ce.Details() {
+		v, derr := d.Value()
+		if u, ok := v.(*admissionv1.UnknownActiveSet); derr == nil && ok {
+			return u.Digest
+		}
+	}
+	t.Fatalf("FailedPrecondition %v without an UnknownActiveSet detail", err)
+	return nil
+}
+
+// TestActiveSetByDigest walks the set protocol across a server restart:
+// a set sent by reference with its digest is then named by the digest
+// alone, for Admit and AdmitPods; a digest the server never kept, or kept
+// before it restarted, is FailedPrecondition with an UnknownActiveSet
+// detail; the digest of no pods is the empty set on any server.
+func TestActiveSetByDigest(t *testing.T) {
+	tp := testfixture.Pod
+	active := []*v1.Pod{tp("a", "100m", "300Mi"), tp("b", "100m", "300Mi"), tp("c", "100m", "300Mi")}
+	// 900Mi active leaves no room for 200Mi: a decision that needs all
+	// three pods of the set.
+	newPod := marshal(t, tp("new", "100m", "200Mi"))[0]
+	full, byRef := refs(t, true, active...), refs(t, false, active...)
+	digest := setDigest(full)
+	for _, p := range protocols {
+		t.Run(p.name, func(t *testing.T) {
+			httpClient, url := startServer(t, newTestService(t, nil))
+			client := admissionv1connect.NewAdmissionServiceClient(httpClient, url, p.opts...)
+			admit := func(client admissionv1connect.AdmissionServiceClient, act []*admissionv1.ActivePod, set []byte) (*admissionv1.AdmitResponse, error) {
+				resp, err := client.Admit(context.Background(), connect.NewRequest(&admissionv1.AdmitRequest{Pod: newPod, Active: act, ActiveSet: set}))
+				if err != nil {
+					return nil, err
+				}
+				return resp.Msg, nil
+			}
+
+			// Never sent: unknown, and the detail names the digest.
+			_, err := admit(client, nil, digest)
+			if got := unknownSet(t, err); string(got) != string(digest) {
+				t.Fatalf("unknown set %x, want %x", got, digest)
+			}
+			for _, round := range []struct {
+				desc string
+				act  []*admissionv1.ActivePod
+			}{
+				{desc: "in full with the digest", act: full},
+				{desc: "by the digest alone"},
+			} {
+				got, err := admit(client, round.act, digest)
+				if err != nil {
+					t.Fatalf("%s: %v", round.desc, err)
+				}
+				if got.Admit || got.Reason != "OutOfmemory" {
+					t.Fatalf("%s: admit %v reason %q, want OutOfmemory (the three pods counted)", round.desc, got.Admit, got.Reason)
+				}
+				if !got.ActiveSetHeld {
+					t.Errorf("%s: the answer does not say the set is held", round.desc)
+				}
+			}
+			resp, err := client.AdmitPods(context.Background(), connect.NewRequest(&admissionv1.AdmitPodsRequest{Pods: [][]byte{newPod}, ActiveSet: digest}))
+			if err != nil || len(resp.Msg.Results) != 1 || resp.Msg.Results[0].Reason != "OutOfmemory" || !resp.Msg.ActiveSetHeld {
+				t.Fatalf("AdmitPods by the digest alone: %v %v, want one OutOfmemory and the set held", resp, err)
+			}
+			// Without a digest nothing is said to be held.
+			if got, err := admit(client, byRef, nil); err != nil || got.ActiveSetHeld {
+				t.Fatalf("references without a digest: %v %v, want an answer not saying the set is held", got, err)
+			}
+			// The empty set needs nothing sent before, and counts nothing.
+			if got, err := admit(client, nil, setDigest(nil)); err != nil || !got.Admit {
+				t.Fatalf("the empty set: %v %v, want admitted", got, err)
+			}
+
+			// A restart: the new server holds neither the set nor its pods.
+			httpClient2, url2 := startServer(t, newTestService(t, nil))
+			restarted := admissionv1connect.NewAdmissionServiceClient(httpClient2, url2, p.opts...)
+			if _, err := admit(restarted, nil, digest); unknownSet(t, err) == nil {
+				t.Fatal("the restarted server knows the set")
+			}
+			if _, err := admit(restarted, byRef, digest); len(unknownUIDs(t, err)) != 3 {
+				t.Fatalf("references to pods the restarted server never had: %v, want all three unknown", err)
+			}
+			if got, err := admit(restarted, full, digest); err != nil || got.Reason != "OutOfmemory" {
+				t.Fatalf("after resending: %v %v, want OutOfmemory", got, err)
+			}
+			if got, err := admit(restarted, nil, digest); err != nil || got.Reason != "OutOfmemory" {
+				t.Fatalf("by the digest after resending: %v %v, want OutOfmemory", got, err)
+			}
+		})
+	}
+}
+
+// TestActiveSetInvalid: a set digest that is not a digest, or not the one
+// of the references beside it, is refused naming active_set, and the set
+// is not kept.
+func TestActiveSetInvalid(t *testing.T) {
+	tp := testfixture.Pod
+	httpClient, url := startServer(t, newTestService(t, nil))
+	client := admissionv1connect.NewAdmissionServiceClient(httpClient, url)
+	newPod := marshal(t, tp("new", "100m", "200Mi"))[0]
+	act := refs(t, true, tp("a", "100m", "300Mi"), tp("b", "100m", "300Mi"))
+	wrong := setDigest(act[:1])
+	for _, tc := range []struct {
+		desc string
+		req  *admissionv1.AdmitRequest
+		want string
+	}{
+		{desc: "short", req: &admissionv1.AdmitRequest{Pod: newPod, Active: act, ActiveSet: wrong[:8]}, want: "active_set: 8 bytes"},
+		{desc: "another set's", req: &admissionv1.AdmitRequest{Pod: newPod, Active: act, ActiveSet: wrong}, want: "active_set: not the SHA-256 of active's digests"},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			_, err := client.Admit(context.Background(), connect.NewRequest(tc.req))
+			if connect.CodeOf(err) != connect.CodeInvalidArgument || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("error %v, want InvalidArgument naming %q", err, tc.want)
+			}
+		})
+	}
+	_, err := client.Admit(context.Background(), connect.NewRequest(&admissionv1.AdmitRequest{Pod: newPod, ActiveSet: wrong}))
+	if unknownSet(t, err) == nil {
+		t.Fatal("a refused set was kept")
+	}
+}
