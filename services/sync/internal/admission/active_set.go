@@ -20,7 +20,9 @@ import (
 // whenever a pod changes, so the pointer says whether it did), and bytes the
 // server holds are named by (uid, digest) alone, which makes a call's
 // request O(active pods) small references instead of O(active pods) full
-// pods encoded, sent and hashed again.
+// pods encoded, sent and hashed again. And since the set itself rarely
+// changes, a set the server answered for is named next time by its digest
+// alone (AdmitRequest.active_set): a request of one pod and 32 bytes.
 //
 // It is safe for concurrent use; concurrent calls at worst send a pod in
 // full twice.
@@ -32,6 +34,9 @@ type activeSet struct {
 	byUID map[types.UID]*encodedPod
 	// call numbers prepare's calls, to forget pods a call did not name.
 	call uint64
+	// heldSet is the digest of the last active set the server answered a
+	// call for (it keeps the set under that digest); zero when none.
+	heldSet [sha256.Size]byte
 }
 
 // encodedPod is one pod object's encoding.
@@ -52,25 +57,35 @@ func newActiveSet() *activeSet {
 }
 
 // prepared is one request's pods: the encodings of the pods to admit, the
-// references of the active pods, and every entry the request carries, to
+// references of the active pods (none when set alone names them), the
+// digest of the active set, and every entry the request carries, to
 // acknowledge once the server answered.
 type prepared struct {
 	pods    [][]byte
 	active  []*admissionv1.ActivePod
+	set     [sha256.Size]byte
 	entries []*encodedPod
 }
 
-// prepare encodes a request: pods in full, active by reference, in full
-// where the server is not known to hold the pod or resend names its UID.
-// Pods neither in pods nor in active are forgotten: they are no longer
-// active, and a pod that comes back is encoded afresh.
-func (s *activeSet) prepare(pods, active []*v1.Pod, resend map[types.UID]bool) (prepared, error) {
+// resend is what a server said it lacks, for the next try of a request:
+// the active set its digest named, or the pods of the UIDs in pods.
+type resend struct {
+	set  bool
+	pods map[types.UID]bool
+}
+
+// prepare encodes a request: pods in full, and the active set by its
+// digest alone when the server holds it (the common call: sync's active
+// set changes rarely), or else by reference, in full where the server is
+// not known to hold the pod or again names its UID. Pods neither in pods
+// nor in active are forgotten: they are no longer active, and a pod that
+// comes back is encoded afresh.
+func (s *activeSet) prepare(pods, active []*v1.Pod, again resend) (prepared, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.call++
 	out := prepared{
 		pods:    make([][]byte, 0, len(pods)),
-		active:  make([]*admissionv1.ActivePod, 0, len(active)),
 		entries: make([]*encodedPod, 0, len(pods)+len(active)),
 	}
 	for _, p := range pods {
@@ -81,20 +96,28 @@ func (s *activeSet) prepare(pods, active []*v1.Pod, resend map[types.UID]bool) (
 		out.pods = append(out.pods, e.raw)
 		out.entries = append(out.entries, e)
 	}
+	setHash := sha256.New()
 	for _, p := range active {
 		e, err := s.encodeLocked(p)
 		if err != nil {
 			return prepared{}, fmt.Errorf("encode active pod %s/%s: %w", p.Namespace, p.Name, err)
 		}
-		if resend[p.UID] {
+		if again.pods[p.UID] {
 			e.held = false
 		}
-		ref := &admissionv1.ActivePod{Uid: string(p.UID), Digest: e.digest[:]}
-		if !e.held {
-			ref.Pod = e.raw
-		}
-		out.active = append(out.active, ref)
+		setHash.Write(e.digest[:])
 		out.entries = append(out.entries, e)
+	}
+	out.set = [sha256.Size]byte(setHash.Sum(nil))
+	if again.set || again.pods != nil || out.set != s.heldSet {
+		out.active = make([]*admissionv1.ActivePod, len(active))
+		for i, e := range out.entries[len(pods):] {
+			ref := &admissionv1.ActivePod{Uid: string(active[i].UID), Digest: e.digest[:]}
+			if !e.held {
+				ref.Pod = e.raw
+			}
+			out.active[i] = ref
+		}
 	}
 	// A sweep only when some entry was not named: the common call, with
 	// the same active set as the last, costs nothing more.
@@ -131,13 +154,52 @@ func (s *activeSet) encodeLocked(pod *v1.Pod) (*encodedPod, error) {
 
 // acknowledge records that the server answered a request carrying
 // entries: it holds every one of them now (the pods to admit too: the
-// server keeps every pod it decodes).
-func (s *activeSet) acknowledge(p prepared) {
+// server keeps every pod it decodes), and the active set under its digest
+// when the answer says so (setHeld: a server that keeps no sets never
+// does).
+func (s *activeSet) acknowledge(p prepared, setHeld bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, e := range p.entries {
 		e.held = true
 	}
+	if setHeld {
+		s.heldSet = p.set
+	} else {
+		s.heldSet = [sha256.Size]byte{}
+	}
+}
+
+// retry returns what to send again after err, which answered a request
+// prepared with again: the pods an UnknownActivePods detail names, or the
+// active set's references after an UnknownActiveSet detail; false when
+// err is no such answer or the request already resent what it names.
+func retry(err error, again resend) (resend, bool) {
+	if missing := unknownActivePods(err); missing != nil && again.pods == nil {
+		return resend{set: true, pods: missing}, true
+	}
+	if unknownActiveSet(err) && !again.set {
+		return resend{set: true}, true
+	}
+	return again, false
+}
+
+// unknownActiveSet says whether err is FailedPrecondition with an
+// UnknownActiveSet detail: the server does not hold the active set the
+// request named by digest alone.
+func unknownActiveSet(err error) bool {
+	var ce *connect.Error
+	if !errors.As(err, &ce) || ce.Code() != connect.CodeFailedPrecondition {
+		return false
+	}
+	for _, d := range ce.Details() {
+		if v, derr := d.Value(); derr == nil {
+			if _, ok := v.(*admissionv1.UnknownActiveSet); ok {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // unknownActivePods returns the UIDs a FailedPrecondition error's

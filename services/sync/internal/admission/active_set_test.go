@@ -112,6 +112,93 @@ func TestAdmitSendsActivePodsByReference(t *testing.T) {
 	}
 }
 
+// TestAdmitNamesTheActiveSet follows a client of a server that keeps
+// active sets: an unchanged set goes as its digest alone, a changed one by
+// reference once; after a restart the set, then the pods, are sent again.
+func TestAdmitNamesTheActiveSet(t *testing.T) {
+	svc := &fakeService{admit: admitAllResp, keepsSets: true}
+	c := New(serve(t, svc), Options{})
+	newPod, a, b := pod("new", "1Mi"), pod("a", "1Mi"), pod("b", "2Mi")
+	sameA := a.DeepCopy()
+	for _, step := range []struct {
+		desc    string
+		active  []*v1.Pod
+		restart bool
+		// wantRequests are the requests the call made.
+		wantRequests []fakeRequest
+	}{
+		{
+			desc: "first call: in full, with the digest", active: []*v1.Pod{a, b},
+			wantRequests: []fakeRequest{{rpc: "Admit", pods: []string{"new"}, full: 2}},
+		},
+		{
+			desc: "the same set: its digest alone", active: []*v1.Pod{a, b},
+			wantRequests: []fakeRequest{{rpc: "Admit", pods: []string{"new"}, bySet: true}},
+		},
+		{
+			desc: "a new object with the same bytes is still the same set", active: []*v1.Pod{sameA, b},
+			wantRequests: []fakeRequest{{rpc: "Admit", pods: []string{"new"}, bySet: true}},
+		},
+		{
+			desc: "another order is another set, sent by reference", active: []*v1.Pod{b, sameA},
+			wantRequests: []fakeRequest{{rpc: "Admit", pods: []string{"new"}, byRef: 2}},
+		},
+		{
+			desc: "after a restart: the digest, the references, then the pods in full", active: []*v1.Pod{b, sameA}, restart: true,
+			wantRequests: []fakeRequest{
+				{rpc: "Admit", pods: []string{"new"}, bySet: true, failed: true},
+				{rpc: "Admit", pods: []string{"new"}, byRef: 2, failed: true},
+				{rpc: "Admit", pods: []string{"new"}, full: 2},
+			},
+		},
+		{
+			desc: "and the digest alone again afterwards", active: []*v1.Pod{b, sameA},
+			wantRequests: []fakeRequest{{rpc: "Admit", pods: []string{"new"}, bySet: true}},
+		},
+		{
+			desc: "no active pods: the empty set's digest", active: nil,
+			wantRequests: []fakeRequest{{rpc: "Admit", pods: []string{"new"}, bySet: true}},
+		},
+	} {
+		if step.restart {
+			svc.forget()
+		}
+		sentBefore := len(svc.requestLog())
+		if got, err := c.Admit(context.Background(), newPod, step.active); err != nil || !got.Admit {
+			t.Fatalf("%s: Admit = %+v, %v", step.desc, got, err)
+		}
+		if reqs := svc.requestLog()[sentBefore:]; fmt.Sprint(reqs) != fmt.Sprint(step.wantRequests) {
+			t.Errorf("%s: requests %+v, want %+v", step.desc, reqs, step.wantRequests)
+		}
+		svc.mu.Lock()
+		var got []string
+		for _, p := range svc.gotActive {
+			got = append(got, p.Name)
+		}
+		svc.mu.Unlock()
+		var want []string
+		for _, p := range step.active {
+			want = append(want, p.Name)
+		}
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("%s: server saw active %v, want %v", step.desc, got, want)
+		}
+	}
+	// AdmitPods names the same set the same way. (The call before named
+	// no active pods, so the client forgot b and a and sends them in full.)
+	sentBefore := len(svc.requestLog())
+	if _, err := c.AdmitPods(context.Background(), []*v1.Pod{pod("x", "")}, []*v1.Pod{b, sameA}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.AdmitPods(context.Background(), []*v1.Pod{pod("y", "")}, []*v1.Pod{b, sameA}); err != nil {
+		t.Fatal(err)
+	}
+	want := []fakeRequest{{rpc: "AdmitPods", pods: []string{"x"}, full: 2}, {rpc: "AdmitPods", pods: []string{"y"}, bySet: true}}
+	if reqs := svc.requestLog()[sentBefore:]; fmt.Sprint(reqs) != fmt.Sprint(want) {
+		t.Errorf("AdmitPods requests %+v, want %+v", reqs, want)
+	}
+}
+
 func TestInactivePodsAreForgotten(t *testing.T) {
 	svc := &fakeService{admit: admitAllResp}
 	c := New(serve(t, svc), Options{})

@@ -6,7 +6,6 @@ import (
 
 	"connectrpc.com/connect"
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/types"
 
 	admissionv1 "github.com/splitlet/splitlet/proto/splitlet/admission/v1"
 	"github.com/splitlet/splitlet/services/sync/internal/syncloop"
@@ -14,21 +13,21 @@ import (
 
 // AdmitPods implements syncloop.BatchAdmitter with one AdmitPods call for
 // at most Options.MaxBatch of pods (the caller asks again for the rest),
-// the active pods by reference as in Admit. The server answers up to and
+// the active pods by digest or reference as in Admit. The server answers up to and
 // including the first pod with victims. Failures wrap
 // syncloop.ErrAdmissionUnavailable, as Admit's.
 func (c *Client) AdmitPods(ctx context.Context, pods []*v1.Pod, active []*v1.Pod) ([]syncloop.AdmitResult, error) {
 	pods = pods[:min(len(pods), c.opts.MaxBatch)]
-	var resend map[types.UID]bool
+	var again resend
 	for {
-		req, err := c.active.prepare(pods, active, resend)
+		req, err := c.active.prepare(pods, active, again)
 		if err != nil {
 			return nil, err
 		}
-		resp, err := c.admitPods(ctx, &admissionv1.AdmitPodsRequest{Pods: req.pods, Active: req.active})
+		resp, err := c.admitPods(ctx, &admissionv1.AdmitPodsRequest{Pods: req.pods, Active: req.active, ActiveSet: req.set[:]})
 		if err != nil {
-			if missing := unknownActivePods(err); missing != nil && resend == nil {
-				resend = missing
+			var ok bool
+			if again, ok = retry(err, again); ok {
 				continue
 			}
 			return nil, c.unavailable(err)
@@ -36,7 +35,7 @@ func (c *Client) AdmitPods(ctx context.Context, pods []*v1.Pod, active []*v1.Pod
 		if len(resp.GetResults()) == 0 || len(resp.GetResults()) > len(pods) {
 			return nil, c.unavailable(fmt.Errorf("%d answers for %d pods", len(resp.GetResults()), len(pods)))
 		}
-		c.active.acknowledge(req)
+		c.active.acknowledge(req, resp.GetActiveSetHeld())
 		out := make([]syncloop.AdmitResult, len(resp.GetResults()))
 		for i, r := range resp.GetResults() {
 			out[i] = admitResult(r)

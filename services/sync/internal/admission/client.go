@@ -103,27 +103,28 @@ func h2cClient() *http.Client {
 }
 
 // Admit implements syncloop.Admitter: the pod goes in the Kubernetes
-// protobuf encoding, the active pods by reference (in full the first time,
-// see activeSet); the call is bounded by the timeout. When the server does
-// not hold some referred pods (it restarted), they are sent in full once
-// more. Every failure (unreachable, timed out, refused request) wraps
+// protobuf encoding, the active pods by the set's digest or by reference
+// (in full the first time, see activeSet); the call is bounded by the
+// timeout. When the server does not hold the set or some referred pods (it
+// restarted), it is sent the references, then those pods in full. Every
+// failure (unreachable, timed out, refused request) wraps
 // syncloop.ErrAdmissionUnavailable: no decision was made.
 func (c *Client) Admit(ctx context.Context, pod *v1.Pod, active []*v1.Pod) (syncloop.AdmitResult, error) {
-	var resend map[types.UID]bool
+	var again resend
 	for {
-		req, err := c.active.prepare([]*v1.Pod{pod}, active, resend)
+		req, err := c.active.prepare([]*v1.Pod{pod}, active, again)
 		if err != nil {
 			return syncloop.AdmitResult{}, err
 		}
-		resp, err := c.admit(ctx, &admissionv1.AdmitRequest{Pod: req.pods[0], Active: req.active})
+		resp, err := c.admit(ctx, &admissionv1.AdmitRequest{Pod: req.pods[0], Active: req.active, ActiveSet: req.set[:]})
 		if err != nil {
-			if missing := unknownActivePods(err); missing != nil && resend == nil {
-				resend = missing
+			var ok bool
+			if again, ok = retry(err, again); ok {
 				continue
 			}
 			return syncloop.AdmitResult{}, c.unavailable(err)
 		}
-		c.active.acknowledge(req)
+		c.active.acknowledge(req, resp.GetActiveSetHeld())
 		return admitResult(resp), nil
 	}
 }

@@ -40,6 +40,10 @@ type fakeService struct {
 	admit     func(pod *v1.Pod, active []*v1.Pod) *admissionv1.AdmitResponse
 	delay     time.Duration
 	held      map[string]*v1.Pod // by uid + digest
+	// sets are the active sets kept by digest; keepsSets makes the
+	// service keep them (a server that predates sets does not).
+	sets      map[string][]*v1.Pod
+	keepsSets bool
 	// requests records each admit request: how many active pods came in
 	// full and how many by reference, and the pods it asked about.
 	requests []fakeRequest
@@ -60,13 +64,15 @@ type fakeRequest struct {
 	rpc         string
 	pods        []string
 	full, byRef int
-	failed      bool
+	// bySet: the active set was named by its digest alone.
+	bySet  bool
+	failed bool
 }
 
 func (f *fakeService) forget() {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.held = nil
+	f.held, f.sets = nil, nil
 }
 
 func (f *fakeService) requestLog() []fakeRequest {
@@ -76,29 +82,51 @@ func (f *fakeService) requestLog() []fakeRequest {
 }
 
 // decode decodes the pods and resolves the active set as the real server
-// does: a digest must be the SHA-256 of the bytes sent, and unknown
-// references fail with FailedPrecondition and an UnknownActivePods detail.
-func (f *fakeService) decode(rpc string, raws [][]byte, refs []*admissionv1.ActivePod) ([]*v1.Pod, []*v1.Pod, error) {
+// does: a digest must be the SHA-256 of the bytes sent, unknown references
+// fail with FailedPrecondition and an UnknownActivePods detail, and an
+// unknown set named by digest alone with an UnknownActiveSet detail. With
+// keepsSets, it keeps the sets sent with their digests (setHeld).
+func (f *fakeService) decode(rpc string, raws [][]byte, refs []*admissionv1.ActivePod, set []byte) (pods, active []*v1.Pod, setHeld bool, err error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.held == nil {
-		f.held = map[string]*v1.Pod{}
+		f.held, f.sets = map[string]*v1.Pod{}, map[string][]*v1.Pod{}
 	}
 	r := fakeRequest{rpc: rpc}
-	var pods []*v1.Pod
 	for _, b := range raws {
 		p := &v1.Pod{}
 		if err := p.Unmarshal(b); err != nil {
-			return nil, nil, connect.NewError(connect.CodeInvalidArgument, err)
+			return nil, nil, false, connect.NewError(connect.CodeInvalidArgument, err)
 		}
 		d := sha256.Sum256(b)
 		f.held[string(p.UID)+string(d[:])] = p
 		pods = append(pods, p)
 		r.pods = append(r.pods, p.Name)
 	}
-	var active []*v1.Pod
+	if f.keepsSets && len(set) > 0 && len(refs) == 0 {
+		r.bySet = true
+		var ok bool
+		active, ok = f.sets[string(set)]
+		active = slices.Clip(active)
+		if d := sha256.Sum256(nil); string(set) == string(d[:]) {
+			active, ok = nil, true
+		}
+		if !ok {
+			r.failed = true
+			f.requests = append(f.requests, r)
+			ce := connect.NewError(connect.CodeFailedPrecondition, errors.New("set not held"))
+			d, err := connect.NewErrorDetail(&admissionv1.UnknownActiveSet{Digest: set})
+			if err != nil {
+				return nil, nil, false, err
+			}
+			ce.AddDetail(d)
+			return nil, nil, false, ce
+		}
+	}
 	var missing []string
+	var digests []byte
 	for _, a := range refs {
+		digests = append(digests, a.GetDigest()...)
 		if len(a.GetPod()) == 0 {
 			r.byRef++
 			p, ok := f.held[a.GetUid()+string(a.GetDigest())]
@@ -111,10 +139,10 @@ func (f *fakeService) decode(rpc string, raws [][]byte, refs []*admissionv1.Acti
 		r.full++
 		p := &v1.Pod{}
 		if err := p.Unmarshal(a.GetPod()); err != nil {
-			return nil, nil, connect.NewError(connect.CodeInvalidArgument, err)
+			return nil, nil, false, connect.NewError(connect.CodeInvalidArgument, err)
 		}
 		if d := sha256.Sum256(a.GetPod()); !bytes.Equal(d[:], a.GetDigest()) || string(p.UID) != a.GetUid() {
-			return nil, nil, connect.NewError(connect.CodeInvalidArgument, errors.New("reference does not match its bytes"))
+			return nil, nil, false, connect.NewError(connect.CodeInvalidArgument, errors.New("reference does not match its bytes"))
 		}
 		f.held[a.GetUid()+string(a.GetDigest())] = p
 		active = append(active, p)
@@ -125,16 +153,22 @@ func (f *fakeService) decode(rpc string, raws [][]byte, refs []*admissionv1.Acti
 		ce := connect.NewError(connect.CodeFailedPrecondition, fmt.Errorf("not held: %v", missing))
 		d, err := connect.NewErrorDetail(&admissionv1.UnknownActivePods{Uids: missing})
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, false, err
 		}
 		ce.AddDetail(d)
-		return nil, nil, ce
+		return nil, nil, false, ce
 	}
-	return pods, active, nil
+	if f.keepsSets && len(set) > 0 && !r.bySet {
+		if d := sha256.Sum256(digests); string(set) != string(d[:]) {
+			return nil, nil, false, connect.NewError(connect.CodeInvalidArgument, errors.New("active_set: not the digest of active"))
+		}
+		f.sets[string(set)] = active
+	}
+	return pods, active, f.keepsSets && len(set) > 0, nil
 }
 
 func (f *fakeService) Admit(ctx context.Context, req *connect.Request[admissionv1.AdmitRequest]) (*connect.Response[admissionv1.AdmitResponse], error) {
-	pods, active, err := f.decode("Admit", [][]byte{req.Msg.GetPod()}, req.Msg.GetActive())
+	pods, active, setHeld, err := f.decode("Admit", [][]byte{req.Msg.GetPod()}, req.Msg.GetActive(), req.Msg.GetActiveSet())
 	if err != nil {
 		return nil, err
 	}
@@ -147,17 +181,19 @@ func (f *fakeService) Admit(ctx context.Context, req *connect.Request[admissionv
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
-	return connect.NewResponse(f.admit(pods[0], active)), nil
+	resp := f.admit(pods[0], active)
+	resp.ActiveSetHeld = setHeld
+	return connect.NewResponse(resp), nil
 }
 
 // AdmitPods answers as consecutive Admit calls: admitted pods join active,
 // and the answers stop after the first with victims.
 func (f *fakeService) AdmitPods(ctx context.Context, req *connect.Request[admissionv1.AdmitPodsRequest]) (*connect.Response[admissionv1.AdmitPodsResponse], error) {
-	pods, active, err := f.decode("AdmitPods", req.Msg.GetPods(), req.Msg.GetActive())
+	pods, active, setHeld, err := f.decode("AdmitPods", req.Msg.GetPods(), req.Msg.GetActive(), req.Msg.GetActiveSet())
 	if err != nil {
 		return nil, err
 	}
-	out := &admissionv1.AdmitPodsResponse{}
+	out := &admissionv1.AdmitPodsResponse{ActiveSetHeld: setHeld}
 	for _, p := range pods {
 		r := f.admit(p, active)
 		out.Results = append(out.Results, r)
