@@ -41,6 +41,9 @@ type sentSet struct {
 	gen  uint64
 	at   map[types.UID]int
 	raws [][]byte
+	// from is the Prepared.active the set was made from; a Prepared
+	// sharing it (Encoder reuses an unchanged set's) holds the set.
+	from []preparedPod
 }
 
 // encoding returns the encoding the set holds for uid.
@@ -59,6 +62,9 @@ func (s *sentSet) encoding(uid types.UID) ([]byte, bool) {
 func (s *sentSet) holds(p *Prepared) bool {
 	if len(p.active) != len(s.raws) {
 		return false
+	}
+	if len(p.active) > 0 && len(s.from) == len(p.active) && &s.from[0] == &p.active[0] {
+		return true
 	}
 	seen := make([]bool, len(s.raws))
 	for _, a := range p.active {
@@ -103,7 +109,7 @@ func (s *activeSender) request(p *Prepared, whole bool) (in *pluginv1.AdmitReque
 		return &pluginv1.AdmitRequest{Pod: p.pod, Node: p.node,
 			ActiveSet: &pluginv1.ActiveSet{Session: session, Generation: base.gen, BaseGeneration: base.gen}}, base
 	}
-	cur := &sentSet{at: make(map[types.UID]int, len(p.active)), raws: make([][]byte, len(p.active))}
+	cur := &sentSet{at: make(map[types.UID]int, len(p.active)), raws: make([][]byte, len(p.active)), from: p.active}
 	for i, a := range p.active {
 		if _, dup := cur.at[a.uid]; dup || a.uid == "" {
 			// Changes are matched by UID, so a set that names a pod

@@ -1,6 +1,7 @@
 package plugin
 
 import (
+	"slices"
 	"sync"
 
 	v1 "k8s.io/api/core/v1"
@@ -75,6 +76,13 @@ type Encoder struct {
 
 	mu   sync.Mutex
 	pods gencache.Cache[encodeKey, []byte]
+	// lastPods and lastActive are the active pods of the latest Prepare
+	// (by object, UID and resourceVersion, as the cache keys them) and
+	// their encodings: the next call with the same pods in the same order,
+	// the common call, reuses the encodings (and the plugins' senders
+	// recognise them, sentSet.holds) without a lookup per pod.
+	lastPods   []encodeKey
+	lastActive []preparedPod
 }
 
 // Encode is EncodeRequest with the active pods' encodings cached.
@@ -98,7 +106,31 @@ func (e *Encoder) Prepare(r *Request) (*Prepared, error) {
 			return p.Marshal()
 		}
 	}
-	return prepare(r, encodePod, e.encodeActive)
+	e.mu.Lock()
+	var active []preparedPod
+	if len(r.ActivePods) > 0 && slices.EqualFunc(r.ActivePods, e.lastPods, func(p *v1.Pod, k encodeKey) bool { return keyOf(p) == k }) {
+		active = e.lastActive
+	}
+	e.mu.Unlock()
+	if active != nil {
+		return prepareWith(r, encodePod, active)
+	}
+	out, err := prepare(r, encodePod, e.encodeActive)
+	if err != nil {
+		return nil, err
+	}
+	keys := make([]encodeKey, len(r.ActivePods))
+	for i, p := range r.ActivePods {
+		keys[i] = keyOf(p)
+	}
+	e.mu.Lock()
+	e.lastPods, e.lastActive = keys, out.active
+	e.mu.Unlock()
+	return out, nil
+}
+
+func keyOf(p *v1.Pod) encodeKey {
+	return encodeKey{pod: p, uid: string(p.UID), resourceVersion: p.ResourceVersion}
 }
 
 func (e *Encoder) encodeActive(p *v1.Pod) ([]byte, error) {
@@ -107,7 +139,7 @@ func (e *Encoder) encodeActive(p *v1.Pod) ([]byte, error) {
 			return b, nil
 		}
 	}
-	k := encodeKey{pod: p, uid: string(p.UID), resourceVersion: p.ResourceVersion}
+	k := keyOf(p)
 	e.mu.Lock()
 	b, ok := e.pods.Get(k)
 	e.mu.Unlock()

@@ -162,3 +162,37 @@ func mustMarshal(t *testing.T, p *v1.Pod) []byte {
 	}
 	return b
 }
+
+// TestEncoderReusesUnchangedSet: a Prepare with the active pods of the one
+// before (same objects, order, UIDs and resourceVersions) shares its
+// encodings, which a sender that acknowledged them recognises without
+// comparing pods; any change makes a new set.
+func TestEncoderReusesUnchangedSet(t *testing.T) {
+	var e Encoder
+	a, b := cachePod("a", "1"), cachePod("b", "1")
+	prep := func(active ...*v1.Pod) *Prepared {
+		t.Helper()
+		p, err := e.Prepare(&Request{Pod: cachePod("new", ""), ActivePods: active})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	first := prep(a, b)
+	sent := &sentSet{from: first.active, raws: first.raws(), at: map[types.UID]int{a.UID: 0, b.UID: 1}}
+	if again := prep(a, b); &again.active[0] != &first.active[0] || !sent.holds(again) {
+		t.Error("the same pods again: encodings not shared, or not recognised as the sent set")
+	}
+	if swapped := prep(b, a); &swapped.active[0] == &first.active[0] {
+		t.Error("another order shares the encodings of the first")
+	}
+	c := cachePod("a", "1")
+	if replaced := prep(c, b); &replaced.active[0] == &prep(a, b).active[0] {
+		t.Error("a new object shares the encodings of the one it replaced")
+	}
+	before := prep(a, b)
+	a.ResourceVersion = "2"
+	if bumped := prep(a, b); &bumped.active[0] == &before.active[0] {
+		t.Error("a resourceVersion changed in place shares the old encodings")
+	}
+}

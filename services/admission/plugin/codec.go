@@ -55,12 +55,40 @@ func prepare(r *Request, encodePod, encodeActive func(*v1.Pod) ([]byte, error)) 
 			return nil, fmt.Errorf("encode active pod %s/%s: %w", p.Namespace, p.Name, err)
 		}
 	}
-	if r.Node != nil {
-		if out.node, err = r.Node.Marshal(); err != nil {
-			return nil, fmt.Errorf("encode node %s: %w", r.Node.Name, err)
-		}
+	if out.node, err = encodeNode(r.Node); err != nil {
+		return nil, err
 	}
 	return out, nil
+}
+
+// prepareWith is prepare for a request whose active pods are known to be
+// encoded as active already (Encoder's last set): never changed once made,
+// it is shared between requests.
+func prepareWith(r *Request, encodePod func(*v1.Pod) ([]byte, error), active []preparedPod) (*Prepared, error) {
+	if r == nil || r.Pod == nil {
+		return nil, fmt.Errorf("encode admit request: no pod")
+	}
+	out := &Prepared{active: active}
+	var err error
+	if out.pod, err = encodePod(r.Pod); err != nil {
+		return nil, fmt.Errorf("encode pod %s/%s: %w", r.Pod.Namespace, r.Pod.Name, err)
+	}
+	if out.node, err = encodeNode(r.Node); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// encodeNode encodes node, or nothing for no node.
+func encodeNode(node *v1.Node) ([]byte, error) {
+	if node == nil {
+		return nil, nil
+	}
+	b, err := node.Marshal()
+	if err != nil {
+		return nil, fmt.Errorf("encode node %s: %w", node.Name, err)
+	}
+	return b, nil
 }
 
 // wholeSet is the request with every active pod and no active_set: what a

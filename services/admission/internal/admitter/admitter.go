@@ -173,14 +173,30 @@ func (a *Admitter) Node(ctx context.Context) (*v1.Node, error) {
 	if err != nil {
 		return nil, err
 	}
-	var conditions []v1.NodeCondition
-	if a.eviction != nil {
-		conditions = a.eviction.Conditions()
-	} else {
-		conditions = noPressureConditions(metav1.NewTime(a.now()))
-	}
-	node.Status.Conditions = mergeConditions(node.Status.Conditions, conditions)
+	node.Status.Conditions = mergeConditions(node.Status.Conditions, a.conditions())
 	return node, nil
+}
+
+// NodeView is Node for callers that only read the node, such as the
+// plugins' encoder on every admission: the result shares everything with
+// the node admission keeps but its list of conditions, which spares a
+// deep copy of the node per call. It must not be changed.
+func (a *Admitter) NodeView(ctx context.Context) (*v1.Node, error) {
+	shared, err := a.node.Shared(ctx)
+	if err != nil {
+		return nil, err
+	}
+	node := *shared
+	node.Status.Conditions = mergeConditions(shared.Status.Conditions, a.conditions())
+	return &node, nil
+}
+
+// conditions are the node's pressure conditions (see Node).
+func (a *Admitter) conditions() []v1.NodeCondition {
+	if a.eviction != nil {
+		return a.eviction.Conditions()
+	}
+	return noPressureConditions(metav1.NewTime(a.now()))
 }
 
 // noPressureConditions are the False pressure conditions with the reasons

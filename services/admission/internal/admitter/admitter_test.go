@@ -198,33 +198,47 @@ func TestNodeConditions(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			node, err := a.Node(context.Background())
-			if err != nil {
-				t.Fatal(err)
-			}
-			got := map[v1.NodeConditionType]v1.ConditionStatus{}
-			for _, c := range node.Status.Conditions {
-				got[c.Type] = c.Status
-				if c.Type == v1.NodeMemoryPressure && c.Reason != tc.wantWhy {
-					t.Errorf("MemoryPressure reason = %q, want %q", c.Reason, tc.wantWhy)
+			for _, get := range []struct {
+				name string
+				node func(context.Context) (*v1.Node, error)
+			}{{"Node", a.Node}, {"NodeView", a.NodeView}} {
+				node, err := get.node(context.Background())
+				if err != nil {
+					t.Fatal(err)
 				}
-				if tc.eviction == nil && c.Type != v1.NodeReady && !c.LastHeartbeatTime.Equal(&metav1.Time{Time: now}) {
-					t.Errorf("%s heartbeat = %v, want %v", c.Type, c.LastHeartbeatTime, now)
-				}
+				checkConditions(t, get.name, node, tc.want, tc.wantWhy, tc.eviction == nil, now)
 			}
-			if got[v1.NodeReady] != v1.ConditionTrue {
-				t.Errorf("Ready condition lost: %v", node.Status.Conditions)
-			}
-			delete(got, v1.NodeReady)
-			for k, v := range tc.want {
-				if got[k] != v {
-					t.Errorf("%s = %q, want %q", k, got[k], v)
-				}
-			}
-			if len(got) != len(tc.want) {
-				t.Errorf("conditions %v, want %v", got, tc.want)
+			// Neither changed the node admission keeps.
+			if kept, _ := a.node.Shared(context.Background()); len(kept.Status.Conditions) != 1 {
+				t.Errorf("the kept node's conditions became %v", kept.Status.Conditions)
 			}
 		})
+	}
+}
+
+func checkConditions(t *testing.T, name string, node *v1.Node, want map[v1.NodeConditionType]v1.ConditionStatus, wantWhy string, heartbeatNow bool, now time.Time) {
+	t.Helper()
+	got := map[v1.NodeConditionType]v1.ConditionStatus{}
+	for _, c := range node.Status.Conditions {
+		got[c.Type] = c.Status
+		if c.Type == v1.NodeMemoryPressure && c.Reason != wantWhy {
+			t.Errorf("%s: MemoryPressure reason = %q, want %q", name, c.Reason, wantWhy)
+		}
+		if heartbeatNow && c.Type != v1.NodeReady && !c.LastHeartbeatTime.Equal(&metav1.Time{Time: now}) {
+			t.Errorf("%s: %s heartbeat = %v, want %v", name, c.Type, c.LastHeartbeatTime, now)
+		}
+	}
+	if got[v1.NodeReady] != v1.ConditionTrue {
+		t.Errorf("%s: Ready condition lost: %v", name, node.Status.Conditions)
+	}
+	delete(got, v1.NodeReady)
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("%s: %s = %q, want %q", name, k, got[k], v)
+		}
+	}
+	if len(got) != len(want) {
+		t.Errorf("%s: conditions %v, want %v", name, got, want)
 	}
 }
 

@@ -138,7 +138,8 @@ func newAdmission(ctx context.Context, node *v1.Node, mgr *eviction.Manager, pcf
 	// redo work per active pod: decoding (the service), requests and host
 	// ports (the predicate) and encoding for the plugins.
 	pods := &podcache.Cache{}
-	// The plugins see the node as GetNode shows it; the admitter that
+	// The plugins see the node as GetNode shows it (a read-only view,
+	// since they only encode it); the admitter that
 	// serves it needs the plugins first, hence the late binding.
 	var adm *admitter.Admitter
 	if pcfg != nil {
@@ -152,7 +153,7 @@ func newAdmission(ctx context.Context, node *v1.Node, mgr *eviction.Manager, pcf
 				if adm == nil {
 					return nil, fmt.Errorf("node not built yet: %w", errdefs.ErrUnavailable)
 				}
-				return adm.Node(ctx)
+				return adm.NodeView(ctx)
 			},
 		})
 		if err != nil {
