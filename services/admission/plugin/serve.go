@@ -3,6 +3,8 @@ package plugin
 import (
 	goplugin "github.com/hashicorp/go-plugin"
 	"google.golang.org/grpc"
+
+	"github.com/splitlet/splitlet/services/admission/internal/gctune"
 )
 
 // Serve serves impl as an admission plugin and returns when the host closes
@@ -12,7 +14,13 @@ import (
 //
 // Log to stderr, preferably through hclog's JSON format: the host reads the
 // plugin's stderr into its own logs.
+//
+// Unless GOGC is set, Serve sets the plugin's GC target as the admission
+// process sets its own (gctune.DefaultGCPercent, 400): a plugin's live heap
+// is small, and at the default target its collections would come every
+// couple of hundred admissions and delay the ones they meet.
 func Serve(impl AdmissionPlugin) {
+	gctune.Apply()
 	goplugin.Serve(&goplugin.ServeConfig{
 		HandshakeConfig: Handshake,
 		Plugins: map[string]goplugin.Plugin{

@@ -24,13 +24,17 @@ import (
 	"github.com/splitlet/splitlet/internal/procmain"
 	"github.com/splitlet/splitlet/internal/tracing"
 	"github.com/splitlet/splitlet/services/admission/internal/config"
+	"github.com/splitlet/splitlet/services/admission/internal/gctune"
 	"github.com/splitlet/splitlet/services/admission/internal/server"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
 var version = "dev"
 
-func main() { os.Exit(procmain.Main(procmain.Process{Name: tracing.ServiceAdmission}, parse)) }
+func main() {
+	gctune.Apply()
+	os.Exit(procmain.Main(procmain.Process{Name: tracing.ServiceAdmission}, parse))
+}
 
 func parse() (procmain.Setup, error) {
 	cfg, err := config.Load(os.Args[1:], os.Stderr)
