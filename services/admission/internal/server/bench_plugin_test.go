@@ -64,37 +64,48 @@ func mustMarshal(b *testing.B, p *v1.Pod) []byte {
 // BenchmarkAdmit110Plugin measures the whole path of the issue "Admit p99
 // with 110 active pods and one out-of-process plugin, target under 1 ms":
 // the service wired as Run wires it (newAdmission), the example image
-// allow-list plugin as a real child process in the chain, called over gRPC
-// (h2c, loopback) with 110 typical active pods (testfixture.TypicalPod).
+// allow-list plugin as a real child process in the chain, called as sync
+// calls it (Connect over HTTP/1.1, loopback; syncClient) with 110 typical
+// active pods (testfixture.TypicalPod).
 // It reports p50 and p99 of the per-call latencies and CPU time per call
 // (benchMeter; -pin runs the service apart, on a CPU of its own).
 //
 //	steady: the same 110 active pods on every call, which is what sync
 //	        sends: its active set changes rarely.
 //	churn:  one active pod is replaced by a new one before every call.
-//	refs:   steady, with the active pods by reference (uid and digest),
-//	        as sync sends them: in full only on a first call, made before
-//	        the measured ones.
+//	refs:   steady, with the active pods by reference (uid and digest):
+//	        in full only on a first call, made before the measured ones.
+//	set:    steady, with the active set named by its digest alone
+//	        (AdmitRequest.active_set), as sync sends an unchanged set: in
+//	        full with the digest on a first call, made before the
+//	        measured ones.
 func BenchmarkAdmit110Plugin(b *testing.B) {
 	target := startBenchTarget(b, allowlistPlugin(b))
 	pod := mustMarshal(b, testfixture.TypicalPod("new"))
 	ctx := context.Background()
-	for _, mode := range []string{"steady", "churn", "refs"} {
+	for _, mode := range []string{"steady", "churn", "refs", "set"} {
 		b.Run(mode, func(b *testing.B) {
 			active := make([][]byte, 110)
 			for i := range active {
 				active[i] = mustMarshal(b, testfixture.TypicalPod(fmt.Sprint(i)))
 			}
 			var refs []*admissionv1.ActivePod
-			if mode == "refs" {
+			var set []byte
+			if mode == "refs" || mode == "set" {
 				full := make([]*admissionv1.ActivePod, len(active))
+				digests := sha256.New()
 				for i, raw := range active {
 					d := sha256.Sum256(raw)
+					digests.Write(d[:])
 					refs = append(refs, &admissionv1.ActivePod{Uid: string(testfixture.TypicalPod(fmt.Sprint(i)).UID), Digest: d[:]})
 					full[i] = &admissionv1.ActivePod{Uid: refs[i].Uid, Digest: d[:], Pod: raw}
 				}
-				if _, err := target.client.Admit(ctx, connect.NewRequest(&admissionv1.AdmitRequest{Pod: pod, Active: full})); err != nil {
-					b.Fatal(err)
+				if mode == "set" {
+					set, refs = digests.Sum(nil), nil
+				}
+				resp, err := target.client.Admit(ctx, connect.NewRequest(&admissionv1.AdmitRequest{Pod: pod, Active: full, ActiveSet: set}))
+				if err != nil || (set != nil && !resp.Msg.ActiveSetHeld) {
+					b.Fatalf("first call: %v %v", resp, err)
 				}
 				active = nil
 			}
@@ -104,7 +115,7 @@ func BenchmarkAdmit110Plugin(b *testing.B) {
 					n := m.calls()
 					active[n%len(active)] = mustMarshal(b, testfixture.TypicalPod(fmt.Sprintf("churn-%d", n)))
 				}
-				req := connect.NewRequest(&admissionv1.AdmitRequest{Pod: pod, ActivePods: active, Active: refs})
+				req := connect.NewRequest(&admissionv1.AdmitRequest{Pod: pod, ActivePods: active, Active: refs, ActiveSet: set})
 				start := time.Now()
 				resp, err := target.client.Admit(ctx, req)
 				m.observe(time.Since(start))

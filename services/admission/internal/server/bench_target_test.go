@@ -18,12 +18,12 @@ import (
 	"testing"
 	"time"
 
-	"connectrpc.com/connect"
 	"go.uber.org/zap"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/splitlet/splitlet/proto/splitlet/admission/v1/admissionv1connect"
+	"github.com/splitlet/splitlet/services/admission/internal/gctune"
 	"github.com/splitlet/splitlet/services/admission/internal/pluginhost"
 	"github.com/splitlet/splitlet/services/admission/internal/testfixture"
 )
@@ -126,8 +126,16 @@ func startBenchTarget(b *testing.B, pluginsFile string) *benchTarget {
 		b.Fatal(err)
 	}
 	b.Cleanup(a.close)
-	httpClient, url := startServer(b, a.svc)
-	return &benchTarget{client: admissionv1connect.NewAdmissionServiceClient(httpClient, url, connect.WithGRPC())}
+	_, url := startServer(b, a.svc)
+	return &benchTarget{client: syncClient(b, url)}
+}
+
+// syncClient calls the service at url as sync's admission client does:
+// the Connect protocol over HTTP/1.1 (see the sync admission package's New).
+func syncClient(b *testing.B, url string) admissionv1connect.AdmissionServiceClient {
+	httpClient := &http.Client{Transport: &http.Transport{}}
+	b.Cleanup(httpClient.CloseIdleConnections)
+	return admissionv1connect.NewAdmissionServiceClient(httpClient, url)
 }
 
 // pinClient pins this process, the benchmark's client, once per run.
@@ -190,13 +198,9 @@ func startPinnedBenchTarget(b *testing.B, pluginsFile string) *benchTarget {
 		b.Fatalf("service threads on CPUs %q and client threads on %q, want %d and %d", service, client, cpus[1], cpus[0])
 	}
 
-	var protocols http.Protocols
-	protocols.SetUnencryptedHTTP2(true)
-	httpClient := &http.Client{Transport: &http.Transport{Protocols: &protocols}}
-	b.Cleanup(httpClient.CloseIdleConnections)
 	pid := cmd.Process.Pid
 	return &benchTarget{
-		client: admissionv1connect.NewAdmissionServiceClient(httpClient, "http://"+addr, connect.WithGRPC()),
+		client: syncClient(b, "http://"+addr),
 		usage: func() serviceUsage {
 			var u serviceUsage
 			var err error
@@ -239,6 +243,8 @@ func serveBenchService(cpu, pluginsFile string) int {
 	if err := pinProcess(n); err != nil {
 		return fail(err)
 	}
+	// As splitlet-admission's main.
+	gctune.Apply()
 	if path := os.Getenv(envBenchService + "_CPUPROFILE"); path != "" {
 		f, err := os.Create(path)
 		if err != nil {

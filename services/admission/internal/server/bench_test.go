@@ -18,7 +18,8 @@ import (
 	"github.com/splitlet/splitlet/services/admission/internal/testfixture"
 )
 
-// BenchmarkAdmit110 measures one Admit over gRPC (h2c, loopback) against 110
+// BenchmarkAdmit110 measures one Admit, called as sync calls it (Connect
+// over HTTP/1.1, loopback; syncClient), against 110
 // active pods, the kubelet's default pod limit: decoding, the built-in chain
 // and encoding, without plugins, wired as Run wires it (newAdmission, with
 // its cache of decoded pods). It reports p50 and p99 per call and CPU time
@@ -125,7 +126,7 @@ func benchActive(b *testing.B, n int) ([][]byte, []*admissionv1.ActivePod) {
 }
 
 // BenchmarkAdmit1000 measures the cost per admitted pod beside 1000 active
-// pods (a burst's end state), over gRPC on loopback, client and server in
+// pods (a burst's end state), called as sync calls it on loopback, client and server in
 // this process, without plugins, wired as Run wires it:
 //
 //   - sequential-full: one Admit per pod with every active pod encoded and
@@ -156,8 +157,8 @@ func BenchmarkAdmit1000(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		httpClient, url := startServer(b, a.svc)
-		client := admissionv1connect.NewAdmissionServiceClient(httpClient, url, connect.WithGRPC())
+		_, url := startServer(b, a.svc)
+		client := syncClient(b, url)
 		// The server is sent every active pod in full once, as a
 		// client's first call does.
 		full := make([]*admissionv1.ActivePod, nActive)

@@ -25,8 +25,8 @@ const DefaultTimeout = 2 * time.Second
 type Options struct {
 	// Timeout bounds each Admit call; 0 means DefaultTimeout.
 	Timeout time.Duration
-	// HTTPClient carries the calls; nil means a client speaking cleartext
-	// HTTP/2 (h2c), which gRPC needs.
+	// HTTPClient carries the calls, in the Connect protocol; nil means
+	// http.DefaultClient (HTTP/1.1 in cleartext, see New).
 	HTTPClient connect.HTTPClient
 	// RetryInitial and RetryMax bound the back-off of WatchEvictions
 	// reconnections; 0 means 500 ms and 30 s.
@@ -63,6 +63,13 @@ var _ syncloop.BatchAdmitter = (*Client)(nil)
 
 // New returns a client of the AdmissionService at endpoint ("host:port" or
 // "http://host:port"). Nothing is dialled until the first call.
+//
+// It speaks the Connect protocol, not gRPC, so that a cleartext client
+// may use HTTP/1.1, where a unary call is one write each way: over h2c the
+// server writes a response's headers, data and trailers apart and
+// acknowledges each request's data, which cost the admission service a
+// third of its CPU per Admit (BENCHMARKS.md, round 9). The server answers
+// all three protocols on one port, so gRPC tools still reach it.
 func New(endpoint string, opts Options) *Client {
 	if opts.Timeout <= 0 {
 		opts.Timeout = DefaultTimeout
@@ -74,7 +81,7 @@ func New(endpoint string, opts Options) *Client {
 		opts.RetryMax = max(30*time.Second, opts.RetryInitial)
 	}
 	if opts.HTTPClient == nil {
-		opts.HTTPClient = h2cClient()
+		opts.HTTPClient = http.DefaultClient
 	}
 	if opts.MaxBatch <= 0 {
 		opts.MaxBatch = DefaultMaxBatch
@@ -89,17 +96,9 @@ func New(endpoint string, opts Options) *Client {
 	return &Client{
 		endpoint: opts.Name,
 		opts:     opts,
-		svc:      admissionv1connect.NewAdmissionServiceClient(opts.HTTPClient, base, append([]connect.ClientOption{connect.WithGRPC()}, opts.ClientOptions...)...),
+		svc:      admissionv1connect.NewAdmissionServiceClient(opts.HTTPClient, base, opts.ClientOptions...),
 		active:   newActiveSet(),
 	}
-}
-
-// h2cClient speaks HTTP/2 without TLS (prior knowledge), as gRPC over
-// cleartext needs.
-func h2cClient() *http.Client {
-	var p http.Protocols
-	p.SetUnencryptedHTTP2(true)
-	return &http.Client{Transport: &http.Transport{Protocols: &p}}
 }
 
 // Admit implements syncloop.Admitter: the pod goes in the Kubernetes

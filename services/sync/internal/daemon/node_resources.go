@@ -31,7 +31,8 @@ func dialAdmission(d apiauth.Dial) (*admissionConn, error) {
 	if d.Endpoint == "" {
 		return nil, nil
 	}
-	hc, base, err := d.Client(true)
+	// HTTP/1.1 in cleartext and the Connect protocol: see admission.New.
+	hc, base, err := d.Client(false)
 	if err != nil {
 		return nil, fmt.Errorf("--admission-endpoint: %w", err)
 	}
@@ -46,7 +47,7 @@ func nodeReport(adm *admissionConn) apiserver.ReportFunc {
 	if adm == nil {
 		return machineReport
 	}
-	svc := admissionv1connect.NewAdmissionServiceClient(adm.client, adm.base, connect.WithGRPC())
+	svc := admissionv1connect.NewAdmissionServiceClient(adm.client, adm.base)
 	return func(ctx context.Context) (apiserver.NodeReport, error) {
 		resp, err := svc.GetNode(ctx, connect.NewRequest(&admissionv1.GetNodeRequest{}))
 		if err != nil {
