@@ -4,7 +4,7 @@ import (
 	goplugin "github.com/hashicorp/go-plugin"
 	"google.golang.org/grpc"
 
-	"github.com/splitlet/splitlet/services/admission/internal/gctune"
+	"github.com/splitlet/splitlet/services/admission/plugin/gctune"
 )
 
 // Serve serves impl as an admission plugin and returns when the host closes

@@ -24,8 +24,8 @@ import (
 	"github.com/splitlet/splitlet/internal/procmain"
 	"github.com/splitlet/splitlet/internal/tracing"
 	"github.com/splitlet/splitlet/services/admission/internal/config"
-	"github.com/splitlet/splitlet/services/admission/internal/gctune"
 	"github.com/splitlet/splitlet/services/admission/internal/server"
+	"github.com/splitlet/splitlet/services/admission/plugin/gctune"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".

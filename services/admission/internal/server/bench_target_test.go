@@ -23,9 +23,9 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/splitlet/splitlet/proto/splitlet/admission/v1/admissionv1connect"
-	"github.com/splitlet/splitlet/services/admission/internal/gctune"
 	"github.com/splitlet/splitlet/services/admission/internal/pluginhost"
 	"github.com/splitlet/splitlet/services/admission/internal/testfixture"
+	"github.com/splitlet/splitlet/services/admission/plugin/gctune"
 )
 
 // pin makes the Admit benchmarks run the service (and its plugin children)
