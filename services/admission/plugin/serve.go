@@ -15,10 +15,10 @@ import (
 // Log to stderr, preferably through hclog's JSON format: the host reads the
 // plugin's stderr into its own logs.
 //
-// Unless GOGC is set, Serve sets the plugin's GC target as the admission
-// process sets its own (gctune.DefaultGCPercent, 400): a plugin's live heap
-// is small, and at the default target its collections would come every
-// couple of hundred admissions and delay the ones they meet.
+// Unless GOGC is set, Serve gives the plugin the admission process's heap
+// ballast (gctune.Apply): a plugin's live heap is small, and at the
+// runtime's minimum heap goal its collections would come every couple of
+// hundred admissions and delay the ones they meet.
 func Serve(impl AdmissionPlugin) {
 	gctune.Apply()
 	goplugin.Serve(&goplugin.ServeConfig{

@@ -1,43 +1,55 @@
 package gctune
 
 import (
+	"fmt"
 	"os"
-	"runtime/debug"
+	"runtime"
+	"runtime/metrics"
 	"testing"
 )
 
-// gcPercent reads the collector's target (SetGCPercent returns the old
-// one) and puts it back.
-func gcPercent() int {
-	p := debug.SetGCPercent(100)
-	debug.SetGCPercent(p)
-	return p
+// goal reads the collector's current heap goal.
+func goal() uint64 {
+	s := []metrics.Sample{{Name: "/gc/heap/goal:bytes"}}
+	metrics.Read(s)
+	return s[0].Value.Uint64()
+}
+
+// rss reads the process's resident memory from /proc.
+func rss(t *testing.T) int64 {
+	t.Helper()
+	b, err := os.ReadFile("/proc/self/statm")
+	if err != nil {
+		t.Skipf("no /proc/self/statm to read resident memory from: %v", err)
+	}
+	var size, resident int64
+	if _, err := fmt.Sscan(string(b), &size, &resident); err != nil {
+		t.Fatal(err)
+	}
+	return resident * int64(os.Getpagesize())
 }
 
 func TestApply(t *testing.T) {
-	defer debug.SetGCPercent(gcPercent())
-	for _, tc := range []struct {
-		desc string
-		gogc string // "" for unset
-		want int
-	}{
-		{desc: "unset: the default", want: DefaultGCPercent},
-		{desc: "GOGC wins", gogc: "150", want: 150},
-	} {
-		t.Run(tc.desc, func(t *testing.T) {
-			// The runtime read GOGC at start; set the target it would
-			// have, so that Apply alone can move it.
-			t.Setenv("GOGC", tc.gogc)
-			if tc.gogc == "" {
-				os.Unsetenv("GOGC")
-				debug.SetGCPercent(100)
-			} else {
-				debug.SetGCPercent(tc.want)
-			}
-			Apply()
-			if got := gcPercent(); got != tc.want {
-				t.Errorf("GC percent %d, want %d", got, tc.want)
-			}
-		})
-	}
+	defer func() { ballast = nil }()
+	t.Run("GOGC set: nothing", func(t *testing.T) {
+		t.Setenv("GOGC", "100")
+		Apply()
+		if ballast != nil {
+			t.Fatal("a ballast despite GOGC")
+		}
+	})
+	t.Run("unset: the goal rises, resident memory does not", func(t *testing.T) {
+		t.Setenv("GOGC", "")
+		os.Unsetenv("GOGC")
+		runtime.GC()
+		goalBefore, rssBefore := goal(), rss(t)
+		Apply()
+		runtime.GC()
+		if got := goal(); got < goalBefore+BallastBytes {
+			t.Errorf("heap goal %d after the ballast, want at least %d (before %d + ballast)", got, goalBefore+BallastBytes, goalBefore)
+		}
+		if grew := rss(t) - rssBefore; grew > BallastBytes/4 {
+			t.Errorf("resident memory grew %d bytes: the ballast's pages were touched", grew)
+		}
+	})
 }
