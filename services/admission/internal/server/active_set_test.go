@@ -3,7 +3,6 @@ package server
 import (
 	"context"
 	"crypto/sha256"
-	"errors"
 	"strings"
 	"testing"
 
@@ -30,18 +29,7 @@ func setDigest(refs []*admissionv1.ActivePod) []byte {
 // unknownSet returns the digest of err's UnknownActiveSet detail.
 func unknownSet(t *testing.T, err error) []byte {
 	t.Helper()
-	var ce *connect.Error
-	if !errors.As(err, &ce) || ce.Code() != connect.CodeFailedPrecondition {
-		t.Fatalf("error %v, want FailedPrecondition", err)
-	}
-	for _, d := range ce.Details() {
-		v, derr := d.Value()
-		if u, ok := v.(*admissionv1.UnknownActiveSet); derr == nil && ok {
-			return u.Digest
-		}
-	}
-	t.Fatalf("FailedPrecondition %v without an UnknownActiveSet detail", err)
-	return nil
+	return preconditionDetail[*admissionv1.UnknownActiveSet](t, err).GetDigest()
 }
 
 // TestActiveSetByDigest walks the set protocol across a server restart:

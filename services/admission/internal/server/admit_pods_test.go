@@ -202,8 +202,9 @@ func TestAdmitPodsInvalid(t *testing.T) {
 	}
 }
 
-// unknownUIDs returns the UIDs of err's UnknownActivePods detail.
-func unknownUIDs(t *testing.T, err error) []string {
+// preconditionDetail returns err's detail of type T; err must be
+// FailedPrecondition with such a detail.
+func preconditionDetail[T proto.Message](t *testing.T, err error) T {
 	t.Helper()
 	var ce *connect.Error
 	if !errors.As(err, &ce) || ce.Code() != connect.CodeFailedPrecondition {
@@ -211,12 +212,19 @@ func unknownUIDs(t *testing.T, err error) []string {
 	}
 	for _, d := range ce.Details() {
 		v, derr := d.Value()
-		if u, ok := v.(*admissionv1.UnknownActivePods); derr == nil && ok {
-			return u.Uids
+		if u, ok := v.(T); derr == nil && ok {
+			return u
 		}
 	}
-	t.Fatalf("FailedPrecondition %v without an UnknownActivePods detail", err)
-	return nil
+	var none T
+	t.Fatalf("FailedPrecondition %v without a %T detail", err, none)
+	return none
+}
+
+// unknownUIDs returns the UIDs of err's UnknownActivePods detail.
+func unknownUIDs(t *testing.T, err error) []string {
+	t.Helper()
+	return preconditionDetail[*admissionv1.UnknownActivePods](t, err).GetUids()
 }
 
 // TestActivePodsByReference walks the reference protocol across a server
