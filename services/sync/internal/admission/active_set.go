@@ -188,37 +188,39 @@ func retry(err error, again resend) (resend, bool) {
 // UnknownActiveSet detail: the server does not hold the active set the
 // request named by digest alone.
 func unknownActiveSet(err error) bool {
-	var ce *connect.Error
-	if !errors.As(err, &ce) || ce.Code() != connect.CodeFailedPrecondition {
-		return false
-	}
-	for _, d := range ce.Details() {
-		if v, derr := d.Value(); derr == nil {
-			if _, ok := v.(*admissionv1.UnknownActiveSet); ok {
-				return true
-			}
-		}
-	}
-	return false
+	_, ok := preconditionDetail[*admissionv1.UnknownActiveSet](err)
+	return ok
 }
 
 // unknownActivePods returns the UIDs a FailedPrecondition error's
 // UnknownActivePods detail names: active pods referred to that the server
 // does not hold (it restarted). It returns nil for any other error.
 func unknownActivePods(err error) map[types.UID]bool {
-	var ce *connect.Error
-	if !errors.As(err, &ce) || ce.Code() != connect.CodeFailedPrecondition {
+	u, ok := preconditionDetail[*admissionv1.UnknownActivePods](err)
+	if !ok || len(u.GetUids()) == 0 {
 		return nil
 	}
+	uids := make(map[types.UID]bool, len(u.GetUids()))
+	for _, uid := range u.GetUids() {
+		uids[types.UID(uid)] = true
+	}
+	return uids
+}
+
+// preconditionDetail returns err's detail of type T when err is
+// FailedPrecondition with one.
+func preconditionDetail[T any](err error) (T, bool) {
+	var none T
+	var ce *connect.Error
+	if !errors.As(err, &ce) || ce.Code() != connect.CodeFailedPrecondition {
+		return none, false
+	}
 	for _, d := range ce.Details() {
-		v, derr := d.Value()
-		if u, ok := v.(*admissionv1.UnknownActivePods); derr == nil && ok && len(u.GetUids()) > 0 {
-			uids := make(map[types.UID]bool, len(u.GetUids()))
-			for _, uid := range u.GetUids() {
-				uids[types.UID(uid)] = true
+		if v, derr := d.Value(); derr == nil {
+			if u, ok := v.(T); ok {
+				return u, true
 			}
-			return uids
 		}
 	}
-	return nil
+	return none, false
 }
