@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"testing"
+	"time"
 
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
@@ -51,7 +52,12 @@ func TestLogRequest(t *testing.T) {
 		t.Run(tc.desc, func(t *testing.T) {
 			core, logs := observer.New(tc.level)
 			log := zap.New(core)
+			// logged is closed once logRequest has returned. The
+			// server's Close does not wait for it: a hijacked
+			// connection is no longer the server's to track.
+			logged := make(chan struct{})
 			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				defer close(logged)
 				logRequest(log, tc.handler, w, r)
 			}))
 			defer srv.Close()
@@ -59,7 +65,11 @@ func TestLogRequest(t *testing.T) {
 			if err == nil {
 				resp.Body.Close()
 			}
-			srv.Close() // the handler has returned and logged
+			select {
+			case <-logged:
+			case <-time.After(10 * time.Second):
+				t.Fatal("the handler did not return within 10s")
+			}
 			entries := logs.FilterMessage("HTTP").All()
 			if tc.wantStatus == -1 {
 				if len(entries) != 0 {
