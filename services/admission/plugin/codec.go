@@ -38,14 +38,11 @@ type preparedPod struct {
 }
 
 func prepare(r *Request, encodePod, encodeActive func(*v1.Pod) ([]byte, error)) (*Prepared, error) {
-	if r == nil || r.Pod == nil {
-		return nil, fmt.Errorf("encode admit request: no pod")
+	out, err := prepareWith(r, encodePod, nil)
+	if err != nil {
+		return nil, err
 	}
-	out := &Prepared{active: make([]preparedPod, len(r.ActivePods))}
-	var err error
-	if out.pod, err = encodePod(r.Pod); err != nil {
-		return nil, fmt.Errorf("encode pod %s/%s: %w", r.Pod.Namespace, r.Pod.Name, err)
-	}
+	out.active = make([]preparedPod, len(r.ActivePods))
 	for i, p := range r.ActivePods {
 		if p == nil {
 			return nil, fmt.Errorf("encode admit request: active pod %d is nil", i)
@@ -55,15 +52,12 @@ func prepare(r *Request, encodePod, encodeActive func(*v1.Pod) ([]byte, error)) 
 			return nil, fmt.Errorf("encode active pod %s/%s: %w", p.Namespace, p.Name, err)
 		}
 	}
-	if out.node, err = encodeNode(r.Node); err != nil {
-		return nil, err
-	}
 	return out, nil
 }
 
-// prepareWith is prepare for a request whose active pods are known to be
-// encoded as active already (Encoder's last set): never changed once made,
-// it is shared between requests.
+// prepareWith encodes r's pod and node beside active, the active pods
+// encoded already (Encoder's last set, which is never changed once made
+// and so is shared between requests; nil for prepare to fill in).
 func prepareWith(r *Request, encodePod func(*v1.Pod) ([]byte, error), active []preparedPod) (*Prepared, error) {
 	if r == nil || r.Pod == nil {
 		return nil, fmt.Errorf("encode admit request: no pod")
