@@ -35,11 +35,11 @@ type heldSet struct {
 }
 
 // PutSet keeps pods, just resolved or decoded for refs (in the same
-// order), as the active set named by SetDigest(refs), forgetting the set
-// used least recently beyond setsHeld, and says whether it kept it: a pod
-// this cache did not make is not kept, and then neither is the set.
-func (c *Cache) PutSet(refs []Ref, pods []*v1.Pod) bool {
-	digest := SetDigest(refs)
+// order), as the active set named digest, which is SetDigest(refs) (the
+// caller checked a client's digest with it), forgetting the set used least
+// recently beyond setsHeld, and says whether it kept it: a pod this cache
+// did not make is not kept, and then neither is the set.
+func (c *Cache) PutSet(digest [sha256.Size]byte, refs []Ref, pods []*v1.Pod) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	entries := make([]*entry, len(pods))

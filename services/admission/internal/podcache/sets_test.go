@@ -22,7 +22,7 @@ func decodeSet(t *testing.T, c *Cache, prefix string, n int) ([]Ref, []*v1.Pod) 
 			t.Fatal(err)
 		}
 	}
-	c.PutSet(refs, pods)
+	c.PutSet(SetDigest(refs), refs, pods)
 	return refs, pods
 }
 
@@ -45,8 +45,11 @@ func TestSet(t *testing.T) {
 	}
 	// A pod this cache did not make keeps the set out.
 	foreign := []*v1.Pod{pods[0], testfixture.Pod("x", "1", ""), pods[2]}
-	c.PutSet([]Ref{refs[0], {UID: "uid-x"}, refs[2]}, foreign)
-	if _, ok := c.Set(SetDigest([]Ref{refs[0], {UID: "uid-x"}, refs[2]})); ok {
+	foreignRefs := []Ref{refs[0], {UID: "uid-x"}, refs[2]}
+	if c.PutSet(SetDigest(foreignRefs), foreignRefs, foreign) {
+		t.Error("PutSet says it kept a set with a pod the cache did not decode")
+	}
+	if _, ok := c.Set(SetDigest(foreignRefs)); ok {
 		t.Error("a set with a pod the cache did not decode is held")
 	}
 }

@@ -59,6 +59,12 @@ func (s *Service) decodeActive(full [][]byte, refs []*admissionv1.ActivePod, set
 // them as the set named set when it is a digest (theirs, or the request
 // is refused); setHeld says it was kept.
 func (s *Service) resolveActive(refs []*admissionv1.ActivePod, set []byte, refsField, setField string) (pods []*v1.Pod, setHeld bool, err error) {
+	// all are the references in order, for the set's digest: made only
+	// when the request names a set.
+	var all []podcache.Ref
+	if len(set) != 0 {
+		all = make([]podcache.Ref, len(refs))
+	}
 	byRef := make([]podcache.Ref, 0, len(refs))
 	byRefAt := make([]int, 0, len(refs))
 	for i, a := range refs {
@@ -69,8 +75,12 @@ func (s *Service) resolveActive(refs []*admissionv1.ActivePod, set []byte, refsF
 			return nil, false, fmt.Errorf("%s[%d].digest: %d bytes, want the %d of a SHA-256 digest: %w",
 				refsField, i, len(a.GetDigest()), sha256.Size, errdefs.ErrInvalidArgument)
 		}
+		ref := podcache.Ref{UID: a.GetUid(), Digest: [sha256.Size]byte(a.GetDigest())}
+		if all != nil {
+			all[i] = ref
+		}
 		if len(a.GetPod()) == 0 {
-			byRef = append(byRef, podcache.Ref{UID: a.GetUid(), Digest: [sha256.Size]byte(a.GetDigest())})
+			byRef = append(byRef, ref)
 			byRefAt = append(byRefAt, i)
 		}
 	}
@@ -109,12 +119,9 @@ func (s *Service) resolveActive(refs []*admissionv1.ActivePod, set []byte, refsF
 	if len(set) == 0 {
 		return pods, false, nil
 	}
-	all := make([]podcache.Ref, len(refs))
-	for i, a := range refs {
-		all[i] = podcache.Ref{UID: a.GetUid(), Digest: [sha256.Size]byte(a.GetDigest())}
-	}
-	if podcache.SetDigest(all) != [sha256.Size]byte(set) {
+	digest := [sha256.Size]byte(set)
+	if podcache.SetDigest(all) != digest {
 		return nil, false, fmt.Errorf("%s: not the SHA-256 of %s's digests in order: %w", setField, refsField, errdefs.ErrInvalidArgument)
 	}
-	return pods, s.pods.PutSet(all, pods), nil
+	return pods, s.pods.PutSet(digest, all, pods), nil
 }

@@ -74,8 +74,8 @@ type PodStore interface {
 	// none of them is forgotten before the next request.
 	Reserve(n int)
 	// PutSet keeps pods, resolved or decoded for refs, as the active set
-	// named podcache.SetDigest(refs), and says whether it did.
-	PutSet(refs []podcache.Ref, pods []*v1.Pod) bool
+	// named digest (podcache.SetDigest(refs)), and says whether it did.
+	PutSet(digest [sha256.Size]byte, refs []podcache.Ref, pods []*v1.Pod) bool
 	// Set returns the active set kept under digest, if held; the slice
 	// is shared and must not be changed.
 	Set(digest [sha256.Size]byte) ([]*v1.Pod, bool)
