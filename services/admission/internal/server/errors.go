@@ -9,6 +9,7 @@ import (
 
 	"connectrpc.com/connect"
 	"github.com/containerd/errdefs"
+	"google.golang.org/protobuf/proto"
 
 	admissionv1 "github.com/splitlet/splitlet/proto/splitlet/admission/v1"
 )
@@ -26,15 +27,11 @@ func toConnectError(err error) error {
 		return err
 	}
 	ce := connect.NewError(connecterr.Code(err), err)
-	// The client resends exactly the pods named in the detail; the
-	// message says the same for people.
-	if u := new(unknownActivePodsError); errors.As(err, &u) {
-		if d, derr := connect.NewErrorDetail(&admissionv1.UnknownActivePods{Uids: u.uids}); derr == nil {
-			ce.AddDetail(d)
-		}
-	}
-	if u := new(unknownActiveSetError); errors.As(err, &u) {
-		if d, derr := connect.NewErrorDetail(&admissionv1.UnknownActiveSet{Digest: u.digest}); derr == nil {
+	// The client resends exactly what the detail names; the message says
+	// the same for people.
+	var withDetail interface{ detail() proto.Message }
+	if errors.As(err, &withDetail) {
+		if d, derr := connect.NewErrorDetail(withDetail.detail()); derr == nil {
 			ce.AddDetail(d)
 		}
 	}
@@ -65,6 +62,10 @@ func (e *unknownActivePodsError) Error() string {
 
 func (e *unknownActivePodsError) Unwrap() error { return errdefs.ErrFailedPrecondition }
 
+func (e *unknownActivePodsError) detail() proto.Message {
+	return &admissionv1.UnknownActivePods{Uids: e.uids}
+}
+
 // unknownActiveSetError is a request naming by its digest alone an active
 // set this server does not hold: it restarted, or forgot a set no request
 // named while newer ones came. It is FailedPrecondition with an
@@ -78,3 +79,7 @@ func (e *unknownActiveSetError) Error() string {
 }
 
 func (e *unknownActiveSetError) Unwrap() error { return errdefs.ErrFailedPrecondition }
+
+func (e *unknownActiveSetError) detail() proto.Message {
+	return &admissionv1.UnknownActiveSet{Digest: e.digest}
+}

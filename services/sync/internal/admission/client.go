@@ -68,7 +68,7 @@ var _ syncloop.BatchAdmitter = (*Client)(nil)
 // may use HTTP/1.1, where a unary call is one write each way: over h2c the
 // server writes a response's headers, data and trailers apart and
 // acknowledges each request's data, which cost the admission service a
-// third of its CPU per Admit (BENCHMARKS.md, round 9). The server answers
+// third of its CPU per Admit (BENCHMARKS.md, sixteenth session). The server answers
 // all three protocols on one port, so gRPC tools still reach it.
 func New(endpoint string, opts Options) *Client {
 	if opts.Timeout <= 0 {
