@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"runtime"
 	"runtime/debug"
 	"syscall"
 	"time"
@@ -33,6 +34,16 @@ type Process struct {
 	// GCPercent is the garbage collector's target (GOGC) when the
 	// environment sets none; 0 keeps Go's default.
 	GCPercent int
+}
+
+// ApplyRuntimeDefaults sets p's GOGC default unless the environment sets
+// GOGC: whoever sets it chose, and gets exactly that. Main calls it; a
+// benchmark that runs a process's server in a child of its own calls it to
+// run it as deployed.
+func ApplyRuntimeDefaults(p Process) {
+	if p.GCPercent != 0 && os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(p.GCPercent)
+	}
 }
 
 // Setup is what a process's parsed command line gives Main.
@@ -60,9 +71,7 @@ const tracingShutdownTimeout = 5 * time.Second
 // logger configuration (printed to stderr), 1 when tracing or the run
 // fails (logged).
 func Main(p Process, parse func() (Setup, error)) int {
-	if p.GCPercent != 0 && os.Getenv("GOGC") == "" {
-		debug.SetGCPercent(p.GCPercent)
-	}
+	ApplyRuntimeDefaults(p)
 	setup, err := parse()
 	if errors.Is(err, flag.ErrHelp) || (err == nil && setup.Done) {
 		return 0
@@ -81,7 +90,7 @@ func Main(p Process, parse func() (Setup, error)) int {
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
-	log.Info("starting "+p.Name, setup.Started...)
+	log.Info("starting "+p.Name, append(setup.Started, zap.Int("gomaxprocs", runtime.GOMAXPROCS(0)))...)
 	tr, err := tracing.Setup(ctx, p.Name, setup.Tracing)
 	if err != nil {
 		log.Error("tracing", zap.Error(err))

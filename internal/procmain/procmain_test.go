@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"flag"
+	"runtime/debug"
 	"testing"
 
 	"go.uber.org/zap"
@@ -34,6 +35,33 @@ func TestMainExitStatus(t *testing.T) {
 			got := Main(Process{Name: "splitlet-test"}, func() (Setup, error) { return tc.setup, tc.err })
 			if got != tc.want || ran != tc.wantRan {
 				t.Errorf("exit status %d, ran %v; want %d, %v", got, ran, tc.want, tc.wantRan)
+			}
+		})
+	}
+}
+
+func TestApplyRuntimeDefaults(t *testing.T) {
+	defer debug.SetGCPercent(debug.SetGCPercent(100))
+	for _, tc := range []struct {
+		desc string
+		env  string
+		p    Process
+		want int
+	}{
+		{desc: "unset: the process's default", p: Process{GCPercent: 300}, want: 300},
+		{desc: "set: the environment's", env: "150", p: Process{GCPercent: 300}, want: 150},
+		{desc: "no default: Go's own", p: Process{}, want: 100},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			t.Setenv("GOGC", tc.env)
+			if tc.env != "" {
+				debug.SetGCPercent(150) // as the runtime would have read it
+			} else {
+				debug.SetGCPercent(100)
+			}
+			ApplyRuntimeDefaults(tc.p)
+			if got := debug.SetGCPercent(100); got != tc.want {
+				t.Errorf("GOGC %d, want %d", got, tc.want)
 			}
 		})
 	}

@@ -25,15 +25,8 @@ var backends = server.Backends{
 	"fake": newFakeBackend,
 }
 
-// defaultGCPercent is the garbage collector's target (GOGC) when the
-// environment sets none. A pod burst allocates fast over a small live heap,
-// so at Go's default of 100 the collector took 10-12% of the gateway's CPU in
-// the 1000-pod bench; at 200 the burst's CPU fell by about a sixth, for a
-// few MiB more RSS at 110 pods (BENCHMARKS.md). GOGC still overrides it.
-const defaultGCPercent = 200
-
 func main() {
-	os.Exit(procmain.Main(procmain.Process{Name: tracing.ServiceGateway, GCPercent: defaultGCPercent}, parse))
+	os.Exit(procmain.Main(server.Process, parse))
 }
 
 func parse() (procmain.Setup, error) {
