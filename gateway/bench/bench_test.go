@@ -23,6 +23,7 @@ import (
 	"github.com/splitlet/splitlet/gateway/backend/fake"
 	"github.com/splitlet/splitlet/gateway/policy"
 	"github.com/splitlet/splitlet/gateway/server"
+	"github.com/splitlet/splitlet/internal/procmain"
 )
 
 const image = "docker.io/library/busybox:latest"
@@ -292,8 +293,16 @@ const (
 )
 
 // TestMain runs a gateway with the cri backend instead of the tests when the
-// binary was re-executed by gatewayProcess.
+// binary was re-executed by gatewayProcess, and a bare server when by
+// roundTripServer.
 func TestMain(m *testing.M) {
+	if socket := os.Getenv(childRoundTripEnv); socket != "" {
+		if err := runRoundTripChild(socket); err != nil {
+			fmt.Fprintln(os.Stderr, "round-trip server:", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
 	if endpoint := os.Getenv(childEndpointEnv); endpoint != "" {
 		if err := runGatewayChild(endpoint, os.Getenv(childSocketEnv)); err != nil {
 			fmt.Fprintln(os.Stderr, "gateway child:", err)
@@ -304,10 +313,12 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// runGatewayChild serves the gateway, configured as gatewayServer does, until
+// runGatewayChild serves the gateway, configured as gatewayServer does and
+// with the Go runtime's settings of splitlet-gateway (server.Process), until
 // its standard input closes: the parent holds the other end, so the child
 // also ends if the benchmark dies.
 func runGatewayChild(endpoint, socket string) error {
+	procmain.ApplyRuntimeDefaults(server.Process)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	rt, err := cri.New(ctx, endpoint, cri.Options{ConnectTimeout: 5 * time.Second})
@@ -339,8 +350,8 @@ func gatewayProcess(b *testing.B, endpoint string) client {
 	cmd := exec.Command(os.Args[0])
 	cmd.Env = append(os.Environ(), childEndpointEnv+"="+endpoint, childSocketEnv+"="+path)
 	// SPLITLET_BENCH_GATEWAY_GOMAXPROCS and _GOGC tune the child's Go
-	// runtime alone, to compare settings for the gateway process without
-	// changing the client's.
+	// runtime alone (over server.Process's defaults), to compare settings
+	// for the gateway process without changing the client's.
 	for _, v := range []string{"GOMAXPROCS", "GOGC"} {
 		if val := os.Getenv("SPLITLET_BENCH_GATEWAY_" + v); val != "" {
 			cmd.Env = append(cmd.Env, v+"="+val)

@@ -1,0 +1,153 @@
+//go:build linux
+
+package bench
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"runtime"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/splitlet/splitlet/gateway/backend/fake"
+)
+
+// childRoundTripEnv names, in a re-executed test binary, the socket on which
+// to serve the fake runtime with a bare gRPC server (see TestMain).
+const childRoundTripEnv = "SPLITLET_BENCH_ROUNDTRIP_SOCKET"
+
+// BenchmarkRoundTrip is the floor under the gateway's added latency and
+// under the CPU a pod's CRI calls cost: one unary call (Version, a few
+// bytes each way) from this process to a bare gRPC server in a process of
+// its own (this binary re-executed) that answers from the fake runtime,
+// with no interceptors, policy or backend hop. A gateway in front of a
+// runtime adds at least one such round trip. Besides the latency it
+// reports the CPU per call of the client (this process) and of the server
+// process, with the server at Go's default GOMAXPROCS, at 1, and with the
+// client at 1 too:
+//
+//	cd gateway && go test -run '^$' -bench RoundTrip -benchtime 20000x -count 3 ./bench/
+func BenchmarkRoundTrip(b *testing.B) {
+	for _, v := range []struct {
+		name                  string
+		serverProcs string
+		clientProcs           int
+	}{
+		{name: "server-procs-default"},
+		{name: "server-procs-1", serverProcs: "1"},
+		{name: "both-procs-1", serverProcs: "1", clientProcs: 1},
+	} {
+		b.Run(v.name, func(b *testing.B) {
+			if v.clientProcs != 0 {
+				defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(v.clientProcs))
+			}
+			c, pid := roundTripServer(b, v.serverProcs)
+			ctx := context.Background()
+			call := func() error {
+				_, err := c.Version(ctx, &runtimeapi.VersionRequest{})
+				return err
+			}
+			for range 1000 { // connection, stacks and caches warm
+				if err := call(); err != nil {
+					b.Fatal(err)
+				}
+			}
+			client0, server0 := selfCPU(b), processCPU(b, pid)
+			Measure(b, call)
+			client, server := selfCPU(b)-client0, processCPU(b, pid)-server0
+			b.ReportMetric(float64(client.Microseconds())/float64(b.N), "client-cpu-µs/op")
+			b.ReportMetric(float64(server.Microseconds())/float64(b.N), "server-cpu-µs/op")
+		})
+	}
+}
+
+// roundTripServer starts the bare server as a child process with
+// GOMAXPROCS procs ("" for Go's default) and returns a client of it and
+// the child's pid.
+func roundTripServer(b *testing.B, procs string) (client, int) {
+	b.Helper()
+	path := socketPath(b)
+	cmd := exec.Command(os.Args[0])
+	cmd.Env = append(os.Environ(), childRoundTripEnv+"="+path)
+	if procs != "" {
+		cmd.Env = append(cmd.Env, "GOMAXPROCS="+procs)
+	}
+	cmd.Stderr = os.Stderr
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() {
+		stdin.Close() // the child stops
+		if err := cmd.Wait(); err != nil {
+			b.Errorf("round-trip server: %v", err)
+		}
+	})
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	if err != nil || line != "ready\n" {
+		b.Fatalf("round-trip server did not start (%q, %v)", line, err)
+	}
+	return dial(b, path), cmd.Process.Pid
+}
+
+// runRoundTripChild serves the fake runtime's RuntimeService with a bare
+// gRPC server on socket until its standard input closes.
+func runRoundTripChild(socket string) error {
+	rt := fake.New(fake.Options{})
+	defer rt.Close()
+	ln, err := net.Listen("unix", socket)
+	if err != nil {
+		return err
+	}
+	gs := grpc.NewServer()
+	runtimeapi.RegisterRuntimeServiceServer(gs, rt)
+	go func() {
+		_, _ = io.Copy(io.Discard, os.Stdin)
+		gs.Stop()
+	}()
+	fmt.Println("ready")
+	return gs.Serve(ln)
+}
+
+// selfCPU is the user and system CPU this process has used.
+func selfCPU(b *testing.B) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// processCPU is the user and system CPU process pid has used, from
+// /proc/PID/stat in clock ticks (USER_HZ, 100 on Linux).
+func processCPU(b *testing.B, pid int) time.Duration {
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		b.Fatal(err)
+	}
+	// The command name, field 2, is in parentheses and may hold spaces;
+	// utime and stime are the 12th and 13th fields after it.
+	fields := strings.Fields(string(raw[strings.LastIndexByte(string(raw), ')')+1:]))
+	var utime, stime int64
+	if _, err := fmt.Sscan(fields[11]+" "+fields[12], &utime, &stime); err != nil {
+		b.Fatalf("/proc/%d/stat: %v", pid, err)
+	}
+	return time.Duration(utime+stime) * (time.Second / 100)
+}
