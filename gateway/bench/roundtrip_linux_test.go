@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"runtime"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -34,18 +35,21 @@ const childRoundTripEnv = "SPLITLET_BENCH_ROUNDTRIP_SOCKET"
 // runtime adds at least one such round trip. Besides the latency it
 // reports the CPU per call of the client (this process) and of the server
 // process, with the server at Go's default GOMAXPROCS, at 1, and with the
-// client at 1 too:
+// client at 1 too, one call at a time; and at Go's default with 32 calls in
+// flight, as a pod burst's workers call (each call's share of the CPU):
 //
 //	cd gateway && go test -run '^$' -bench RoundTrip -benchtime 20000x -count 3 ./bench/
 func BenchmarkRoundTrip(b *testing.B) {
 	for _, v := range []struct {
-		name                  string
+		name        string
 		serverProcs string
-		clientProcs           int
+		clientProcs int
+		parallel    int // calls in flight (RunParallel); 0: one at a time
 	}{
 		{name: "server-procs-default"},
 		{name: "server-procs-1", serverProcs: "1"},
 		{name: "both-procs-1", serverProcs: "1", clientProcs: 1},
+		{name: "32-in-flight", parallel: 32},
 	} {
 		b.Run(v.name, func(b *testing.B) {
 			if v.clientProcs != 0 {
@@ -63,12 +67,43 @@ func BenchmarkRoundTrip(b *testing.B) {
 				}
 			}
 			client0, server0 := selfCPU(b), processCPU(b, pid)
-			Measure(b, call)
+			if v.parallel != 0 {
+				measureParallel(b, v.parallel, call)
+			} else {
+				Measure(b, call)
+			}
 			client, server := selfCPU(b)-client0, processCPU(b, pid)-server0
 			b.ReportMetric(float64(client.Microseconds())/float64(b.N), "client-cpu-µs/op")
 			b.ReportMetric(float64(server.Microseconds())/float64(b.N), "server-cpu-µs/op")
 		})
 	}
+}
+
+// measureParallel runs call b.N times from inFlight goroutines at once, as
+// a pod burst's workers call, and reports the latency percentiles.
+func measureParallel(b *testing.B, inFlight int, call func() error) {
+	b.Helper()
+	var mu sync.Mutex
+	lat := make(Latencies, 0, b.N)
+	b.SetParallelism((inFlight + runtime.GOMAXPROCS(0) - 1) / runtime.GOMAXPROCS(0))
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		var mine Latencies
+		for pb.Next() {
+			start := time.Now()
+			err := call()
+			mine = append(mine, time.Since(start))
+			if err != nil {
+				b.Error(err)
+				return
+			}
+		}
+		mu.Lock()
+		lat = append(lat, mine...)
+		mu.Unlock()
+	})
+	b.StopTimer()
+	lat.Report(b)
 }
 
 // roundTripServer starts the bare server as a child process with
