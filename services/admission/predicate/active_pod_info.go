@@ -27,19 +27,21 @@ func NewActivePodInfo(pod *v1.Pod) *ActivePodInfo {
 
 // ActivePodInfoSource supplies summaries computed earlier.
 type ActivePodInfoSource interface {
-	// ActivePodInfo returns the summary of this very pod object, or nil
-	// when it has none; the handler then computes one for this admission
-	// only.
-	ActivePodInfo(pod *v1.Pod) *ActivePodInfo
+	// ActivePodInfos sets infos[i] to the summary of the very pod object
+	// pods[i], for each pod it has one of, and leaves the others nil; the
+	// handler computes those for this admission only. infos is as long as
+	// pods. One call for all the active pods of an admission: a node's
+	// thousands of pods are looked up under one lock, not one each.
+	ActivePodInfos(pods []*v1.Pod, infos []*ActivePodInfo)
 }
 
 // activePodInfos summarises otherPods, through h's source where it can.
 func (h *Handler) activePodInfos(otherPods []*v1.Pod) []*ActivePodInfo {
 	infos := make([]*ActivePodInfo, len(otherPods))
+	if h.infos != nil {
+		h.infos.ActivePodInfos(otherPods, infos)
+	}
 	for i, p := range otherPods {
-		if h.infos != nil {
-			infos[i] = h.infos.ActivePodInfo(p)
-		}
 		if infos[i] == nil {
 			infos[i] = NewActivePodInfo(p)
 		}

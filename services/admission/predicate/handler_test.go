@@ -34,15 +34,17 @@ type memoInfos struct {
 
 var _ ActivePodInfoSource = (*memoInfos)(nil)
 
-func (m *memoInfos) ActivePodInfo(pod *v1.Pod) *ActivePodInfo {
-	m.calls++
+func (m *memoInfos) ActivePodInfos(pods []*v1.Pod, infos []*ActivePodInfo) {
 	if m.infos == nil {
 		m.infos = map[*v1.Pod]*ActivePodInfo{}
 	}
-	if _, ok := m.infos[pod]; !ok {
-		m.infos[pod] = NewActivePodInfo(pod)
+	for i, pod := range pods {
+		m.calls++
+		if _, ok := m.infos[pod]; !ok {
+			m.infos[pod] = NewActivePodInfo(pod)
+		}
+		infos[i] = m.infos[pod]
 	}
-	return m.infos[pod]
 }
 
 // runAdmitCases runs every case without and with precomputed active pod
@@ -467,7 +469,11 @@ type fixedInfos struct{ info *ActivePodInfo }
 
 var _ ActivePodInfoSource = fixedInfos{}
 
-func (f fixedInfos) ActivePodInfo(*v1.Pod) *ActivePodInfo { return f.info }
+func (f fixedInfos) ActivePodInfos(_ []*v1.Pod, infos []*ActivePodInfo) {
+	for i := range infos {
+		infos[i] = f.info
+	}
+}
 
 // TestAdmitUsesActivePodInfos shows the handler counts what the source says
 // an active pod holds rather than recomputing it: a summary of a pod asking

@@ -179,13 +179,25 @@ func (c *Cache) lookup(pod *v1.Pod) *entry {
 	return e
 }
 
-// ActivePodInfo implements predicate.ActivePodInfoSource: the summary
-// computed when pod was decoded, or nil for a pod this cache did not make.
+// ActivePodInfo is the summary computed when pod was decoded, or nil for a
+// pod this cache did not make.
 func (c *Cache) ActivePodInfo(pod *v1.Pod) *predicate.ActivePodInfo {
 	if e := c.lookup(pod); e != nil {
 		return e.info
 	}
 	return nil
+}
+
+// ActivePodInfos implements predicate.ActivePodInfoSource: ActivePodInfo
+// of each pod, under one hold of the lock.
+func (c *Cache) ActivePodInfos(pods []*v1.Pod, infos []*predicate.ActivePodInfo) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for i, pod := range pods {
+		if e, ok := c.byPod.Peek(pod); ok {
+			infos[i] = e.info
+		}
+	}
 }
 
 // Encoding implements plugin.EncodingSource: the bytes pod was decoded

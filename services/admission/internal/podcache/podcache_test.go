@@ -130,6 +130,33 @@ func TestUnknownPod(t *testing.T) {
 	}
 }
 
+// TestActivePodInfos: the batch lookup answers each pod as ActivePodInfo
+// does, a foreign object with nil, whatever their order.
+func TestActivePodInfos(t *testing.T) {
+	var c Cache
+	a, err := c.Decode(marshal(t, testfixture.Pod("a", "1", "")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := c.Decode(marshal(t, testfixture.Pod("b", "2", "")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := testfixture.Pod("a", "1", "")
+	pods := []*v1.Pod{b, other, a}
+	infos := make([]*predicate.ActivePodInfo, len(pods))
+	c.ActivePodInfos(pods, infos)
+	want := []*predicate.ActivePodInfo{c.ActivePodInfo(b), nil, c.ActivePodInfo(a)}
+	if want[0] == nil || want[2] == nil || want[0] == want[2] {
+		t.Fatalf("ActivePodInfo of the decoded pods: %v", want)
+	}
+	for i := range pods {
+		if infos[i] != want[i] {
+			t.Errorf("infos[%d] = %p, want %p", i, infos[i], want[i])
+		}
+	}
+}
+
 func TestDecodeGarbage(t *testing.T) {
 	var c Cache
 	if _, err := c.Decode([]byte{0xff, 0xff, 0xff}); err == nil {
