@@ -347,16 +347,28 @@ func runGatewayChild(endpoint, socket string) error {
 func gatewayProcess(b *testing.B, endpoint string) client {
 	b.Helper()
 	path := socketPath(b)
-	cmd := exec.Command(os.Args[0])
-	cmd.Env = append(os.Environ(), childEndpointEnv+"="+endpoint, childSocketEnv+"="+path)
+	env := []string{childEndpointEnv + "=" + endpoint, childSocketEnv + "=" + path}
 	// SPLITLET_BENCH_GATEWAY_GOMAXPROCS and _GOGC tune the child's Go
 	// runtime alone (over server.Process's defaults), to compare settings
 	// for the gateway process without changing the client's.
 	for _, v := range []string{"GOMAXPROCS", "GOGC"} {
 		if val := os.Getenv("SPLITLET_BENCH_GATEWAY_" + v); val != "" {
-			cmd.Env = append(cmd.Env, v+"="+val)
+			env = append(env, v+"="+val)
 		}
 	}
+	startChild(b, "gateway child", env...)
+	return dial(b, path)
+}
+
+// startChild re-executes this test binary with env added, as a child that
+// serves until its standard input closes (TestMain), waits for the "ready"
+// line it prints once its socket exists, and returns its pid. Cleanup
+// closes its standard input, so it stops gracefully, and kills it if it
+// has not after 15 s.
+func startChild(b *testing.B, what string, env ...string) int {
+	b.Helper()
+	cmd := exec.Command(os.Args[0])
+	cmd.Env = append(os.Environ(), env...)
 	cmd.Stderr = os.Stderr
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
@@ -370,7 +382,7 @@ func gatewayProcess(b *testing.B, endpoint string) client {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() {
-		stdin.Close() // the child shuts down gracefully
+		stdin.Close()
 		done := make(chan struct{})
 		go func() { cmd.Wait(); close(done) }()
 		select {
@@ -382,9 +394,9 @@ func gatewayProcess(b *testing.B, endpoint string) client {
 	})
 	line, err := bufio.NewReader(stdout).ReadString('\n')
 	if err != nil || line != "ready\n" {
-		b.Fatalf("gateway child did not start (%q, %v)", line, err)
+		b.Fatalf("%s did not start (%q, %v)", what, line, err)
 	}
-	return dial(b, path)
+	return cmd.Process.Pid
 }
 
 func TestPercentile(t *testing.T) {

@@ -3,13 +3,11 @@
 package bench
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"io"
 	"net"
 	"os"
-	"os/exec"
 	"runtime"
 	"strings"
 	"sync"
@@ -112,34 +110,12 @@ func measureParallel(b *testing.B, inFlight int, call func() error) {
 func roundTripServer(b *testing.B, procs string) (client, int) {
 	b.Helper()
 	path := socketPath(b)
-	cmd := exec.Command(os.Args[0])
-	cmd.Env = append(os.Environ(), childRoundTripEnv+"="+path)
+	env := []string{childRoundTripEnv + "=" + path}
 	if procs != "" {
-		cmd.Env = append(cmd.Env, "GOMAXPROCS="+procs)
+		env = append(env, "GOMAXPROCS="+procs)
 	}
-	cmd.Stderr = os.Stderr
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		b.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() {
-		stdin.Close() // the child stops
-		if err := cmd.Wait(); err != nil {
-			b.Errorf("round-trip server: %v", err)
-		}
-	})
-	line, err := bufio.NewReader(stdout).ReadString('\n')
-	if err != nil || line != "ready\n" {
-		b.Fatalf("round-trip server did not start (%q, %v)", line, err)
-	}
-	return dial(b, path), cmd.Process.Pid
+	pid := startChild(b, "round-trip server", env...)
+	return dial(b, path), pid
 }
 
 // runRoundTripChild serves the fake runtime's RuntimeService with a bare
