@@ -179,17 +179,9 @@ func (c *Cache) lookup(pod *v1.Pod) *entry {
 	return e
 }
 
-// ActivePodInfo is the summary computed when pod was decoded, or nil for a
-// pod this cache did not make.
-func (c *Cache) ActivePodInfo(pod *v1.Pod) *predicate.ActivePodInfo {
-	if e := c.lookup(pod); e != nil {
-		return e.info
-	}
-	return nil
-}
-
-// ActivePodInfos implements predicate.ActivePodInfoSource: ActivePodInfo
-// of each pod, under one hold of the lock.
+// ActivePodInfos implements predicate.ActivePodInfoSource: for each pod
+// this cache made, the summary computed when it was decoded, all under one
+// hold of the lock.
 func (c *Cache) ActivePodInfos(pods []*v1.Pod, infos []*predicate.ActivePodInfo) {
 	c.mu.Lock()
 	defer c.mu.Unlock()

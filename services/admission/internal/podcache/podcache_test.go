@@ -73,7 +73,7 @@ func TestDecode(t *testing.T) {
 			if raw, ok := c.Encoding(p2); !ok || !bytes.Equal(raw, b2) {
 				t.Errorf("Encoding(second) = %d bytes, %v; want the %d bytes it was decoded from", len(raw), ok, len(b2))
 			}
-			if c.ActivePodInfo(p2) == nil {
+			if activePodInfo(&c, p2) == nil {
 				t.Error("ActivePodInfo(second) = nil for a pod this cache decoded")
 			}
 		})
@@ -122,7 +122,7 @@ func TestUnknownPod(t *testing.T) {
 	}
 	// The same content, but an object the cache did not make.
 	other := testfixture.Pod("a", "1", "")
-	if info := c.ActivePodInfo(other); info != nil {
+	if info := activePodInfo(&c, other); info != nil {
 		t.Error("ActivePodInfo answered for an object the cache did not decode")
 	}
 	if _, ok := c.Encoding(other); ok {
@@ -130,8 +130,15 @@ func TestUnknownPod(t *testing.T) {
 	}
 }
 
-// TestActivePodInfos: the batch lookup answers each pod as ActivePodInfo
-// does, a foreign object with nil, whatever their order.
+// activePodInfo is the cache's summary of one pod object, or nil.
+func activePodInfo(c *Cache, pod *v1.Pod) *predicate.ActivePodInfo {
+	infos := make([]*predicate.ActivePodInfo, 1)
+	c.ActivePodInfos([]*v1.Pod{pod}, infos)
+	return infos[0]
+}
+
+// TestActivePodInfos: the batch lookup answers each pod with the summary
+// made when it was decoded, a foreign object with nil, whatever their order.
 func TestActivePodInfos(t *testing.T) {
 	var c Cache
 	a, err := c.Decode(marshal(t, testfixture.Pod("a", "1", "")))
@@ -146,7 +153,7 @@ func TestActivePodInfos(t *testing.T) {
 	pods := []*v1.Pod{b, other, a}
 	infos := make([]*predicate.ActivePodInfo, len(pods))
 	c.ActivePodInfos(pods, infos)
-	want := []*predicate.ActivePodInfo{c.ActivePodInfo(b), nil, c.ActivePodInfo(a)}
+	want := []*predicate.ActivePodInfo{c.lookup(b).info, nil, c.lookup(a).info}
 	if want[0] == nil || want[2] == nil || want[0] == want[2] {
 		t.Fatalf("ActivePodInfo of the decoded pods: %v", want)
 	}
@@ -202,7 +209,7 @@ func TestBounded(t *testing.T) {
 	if _, ok := c.Encoding(first); ok {
 		t.Error("the first pod is still held after two full generations")
 	}
-	if c.ActivePodInfo(first) != nil {
+	if activePodInfo(&c, first) != nil {
 		t.Error("the first pod's summary is still held after two full generations")
 	}
 }
@@ -228,7 +235,7 @@ func TestConcurrentDecode(t *testing.T) {
 				if raw, ok := c.Encoding(p); err == nil && (!ok || !bytes.Equal(raw, encoded[i])) {
 					err = fmt.Errorf("Encoding(p%d) = %d bytes, %v", i, len(raw), ok)
 				}
-				if err == nil && c.ActivePodInfo(p) == nil {
+				if err == nil && activePodInfo(&c, p) == nil {
 					err = fmt.Errorf("ActivePodInfo(p%d) = nil", i)
 				}
 				if err != nil {

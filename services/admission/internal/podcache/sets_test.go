@@ -93,7 +93,7 @@ func TestSetKeepsItsPods(t *testing.T) {
 		}
 	}
 	for _, p := range pods {
-		if c.ActivePodInfo(p) == nil {
+		if activePodInfo(&c, p) == nil {
 			t.Errorf("%s: no summary held though its set was named every generation", p.Name)
 		}
 		if _, ok := c.Encoding(p); !ok {
