@@ -99,7 +99,12 @@ type AdmitRequest struct {
 	// of no pods always names the empty set). A set the server does not hold
 	// fails the call with FAILED_PRECONDITION and an UnknownActiveSet detail,
 	// and the client sends active again. Unset: active alone is the set.
-	ActiveSet     []byte `protobuf:"bytes,4,opt,name=active_set,json=activeSet,proto3" json:"active_set,omitempty"`
+	ActiveSet []byte `protobuf:"bytes,4,opt,name=active_set,json=activeSet,proto3" json:"active_set,omitempty"`
+	// The active set as a change to a set the server holds, instead of
+	// active: with it, active must be empty and active_set is required (the
+	// digest of the changed set, which the server checks and keeps the set
+	// under).
+	ActiveChange  *ActiveSetChange `protobuf:"bytes,5,opt,name=active_change,json=activeChange,proto3" json:"active_change,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -162,6 +167,98 @@ func (x *AdmitRequest) GetActiveSet() []byte {
 	return nil
 }
 
+func (x *AdmitRequest) GetActiveChange() *ActiveSetChange {
+	if x != nil {
+		return x.ActiveChange
+	}
+	return nil
+}
+
+// ActiveSetChange names an active set by how it differs from a set the
+// server holds, so that a set that grows by a few pods per call (a burst of
+// pod starts on a node of thousands) costs a request O(changed pods), not
+// O(active pods). The new set is base's pods in base's order less those
+// removed names, with the added pods inserted so that each stands at its
+// added_at index of the new set: exactly the set the full list of
+// references would name. A base the server does not hold fails the call
+// with FAILED_PRECONDITION and an UnknownActiveSet detail naming base; the
+// client then sends the whole set by reference.
+type ActiveSetChange struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The digest of the held set the change applies to (32 bytes), as
+	// AdmitRequest.active_set.
+	Base []byte `protobuf:"bytes,1,opt,name=base,proto3" json:"base,omitempty"`
+	// The UIDs of base's pods that are not in the new set. A pod whose
+	// encoding changed is removed and added again.
+	Removed []string `protobuf:"bytes,2,rep,name=removed,proto3" json:"removed,omitempty"`
+	// The pods in the new set that are not in base, by reference as
+	// AdmitRequest.active (in full the first time the server sees them).
+	Added []*ActivePod `protobuf:"bytes,3,rep,name=added,proto3" json:"added,omitempty"`
+	// Each added pod's index in the new set, strictly ascending, one per
+	// added pod.
+	AddedAt       []uint32 `protobuf:"varint,4,rep,packed,name=added_at,json=addedAt,proto3" json:"added_at,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ActiveSetChange) Reset() {
+	*x = ActiveSetChange{}
+	mi := &file_splitlet_admission_v1_admission_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ActiveSetChange) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ActiveSetChange) ProtoMessage() {}
+
+func (x *ActiveSetChange) ProtoReflect() protoreflect.Message {
+	mi := &file_splitlet_admission_v1_admission_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ActiveSetChange.ProtoReflect.Descriptor instead.
+func (*ActiveSetChange) Descriptor() ([]byte, []int) {
+	return file_splitlet_admission_v1_admission_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *ActiveSetChange) GetBase() []byte {
+	if x != nil {
+		return x.Base
+	}
+	return nil
+}
+
+func (x *ActiveSetChange) GetRemoved() []string {
+	if x != nil {
+		return x.Removed
+	}
+	return nil
+}
+
+func (x *ActiveSetChange) GetAdded() []*ActivePod {
+	if x != nil {
+		return x.Added
+	}
+	return nil
+}
+
+func (x *ActiveSetChange) GetAddedAt() []uint32 {
+	if x != nil {
+		return x.AddedAt
+	}
+	return nil
+}
+
 // ActivePod is an active pod by reference: its UID and the SHA-256 digest of
 // its encoding, plus the encoding itself the first time a client sends it
 // to a server. The server keeps the pods it was sent by (uid, digest); a
@@ -183,7 +280,7 @@ type ActivePod struct {
 
 func (x *ActivePod) Reset() {
 	*x = ActivePod{}
-	mi := &file_splitlet_admission_v1_admission_proto_msgTypes[2]
+	mi := &file_splitlet_admission_v1_admission_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -195,7 +292,7 @@ func (x *ActivePod) String() string {
 func (*ActivePod) ProtoMessage() {}
 
 func (x *ActivePod) ProtoReflect() protoreflect.Message {
-	mi := &file_splitlet_admission_v1_admission_proto_msgTypes[2]
+	mi := &file_splitlet_admission_v1_admission_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -208,7 +305,7 @@ func (x *ActivePod) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ActivePod.ProtoReflect.Descriptor instead.
 func (*ActivePod) Descriptor() ([]byte, []int) {
-	return file_splitlet_admission_v1_admission_proto_rawDescGZIP(), []int{2}
+	return file_splitlet_admission_v1_admission_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *ActivePod) GetUid() string {
@@ -244,7 +341,7 @@ type UnknownActivePods struct {
 
 func (x *UnknownActivePods) Reset() {
 	*x = UnknownActivePods{}
-	mi := &file_splitlet_admission_v1_admission_proto_msgTypes[3]
+	mi := &file_splitlet_admission_v1_admission_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -256,7 +353,7 @@ func (x *UnknownActivePods) String() string {
 func (*UnknownActivePods) ProtoMessage() {}
 
 func (x *UnknownActivePods) ProtoReflect() protoreflect.Message {
-	mi := &file_splitlet_admission_v1_admission_proto_msgTypes[3]
+	mi := &file_splitlet_admission_v1_admission_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -269,7 +366,7 @@ func (x *UnknownActivePods) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UnknownActivePods.ProtoReflect.Descriptor instead.
 func (*UnknownActivePods) Descriptor() ([]byte, []int) {
-	return file_splitlet_admission_v1_admission_proto_rawDescGZIP(), []int{3}
+	return file_splitlet_admission_v1_admission_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *UnknownActivePods) GetUids() []string {
@@ -293,7 +390,7 @@ type UnknownActiveSet struct {
 
 func (x *UnknownActiveSet) Reset() {
 	*x = UnknownActiveSet{}
-	mi := &file_splitlet_admission_v1_admission_proto_msgTypes[4]
+	mi := &file_splitlet_admission_v1_admission_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -305,7 +402,7 @@ func (x *UnknownActiveSet) String() string {
 func (*UnknownActiveSet) ProtoMessage() {}
 
 func (x *UnknownActiveSet) ProtoReflect() protoreflect.Message {
-	mi := &file_splitlet_admission_v1_admission_proto_msgTypes[4]
+	mi := &file_splitlet_admission_v1_admission_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -318,7 +415,7 @@ func (x *UnknownActiveSet) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UnknownActiveSet.ProtoReflect.Descriptor instead.
 func (*UnknownActiveSet) Descriptor() ([]byte, []int) {
-	return file_splitlet_admission_v1_admission_proto_rawDescGZIP(), []int{4}
+	return file_splitlet_admission_v1_admission_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *UnknownActiveSet) GetDigest() []byte {
@@ -336,14 +433,16 @@ type AdmitPodsRequest struct {
 	// The pods already admitted and not terminated, as AdmitRequest.active.
 	Active []*ActivePod `protobuf:"bytes,2,rep,name=active,proto3" json:"active,omitempty"`
 	// The digest of the active set, as AdmitRequest.active_set.
-	ActiveSet     []byte `protobuf:"bytes,3,opt,name=active_set,json=activeSet,proto3" json:"active_set,omitempty"`
+	ActiveSet []byte `protobuf:"bytes,3,opt,name=active_set,json=activeSet,proto3" json:"active_set,omitempty"`
+	// The active set as a change to a held set, as AdmitRequest.active_change.
+	ActiveChange  *ActiveSetChange `protobuf:"bytes,4,opt,name=active_change,json=activeChange,proto3" json:"active_change,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *AdmitPodsRequest) Reset() {
 	*x = AdmitPodsRequest{}
-	mi := &file_splitlet_admission_v1_admission_proto_msgTypes[5]
+	mi := &file_splitlet_admission_v1_admission_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -355,7 +454,7 @@ func (x *AdmitPodsRequest) String() string {
 func (*AdmitPodsRequest) ProtoMessage() {}
 
 func (x *AdmitPodsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_splitlet_admission_v1_admission_proto_msgTypes[5]
+	mi := &file_splitlet_admission_v1_admission_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -368,7 +467,7 @@ func (x *AdmitPodsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AdmitPodsRequest.ProtoReflect.Descriptor instead.
 func (*AdmitPodsRequest) Descriptor() ([]byte, []int) {
-	return file_splitlet_admission_v1_admission_proto_rawDescGZIP(), []int{5}
+	return file_splitlet_admission_v1_admission_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *AdmitPodsRequest) GetPods() [][]byte {
@@ -392,6 +491,13 @@ func (x *AdmitPodsRequest) GetActiveSet() []byte {
 	return nil
 }
 
+func (x *AdmitPodsRequest) GetActiveChange() *ActiveSetChange {
+	if x != nil {
+		return x.ActiveChange
+	}
+	return nil
+}
+
 type AdmitPodsResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// One answer per pod, in request order, up to and including the first
@@ -406,7 +512,7 @@ type AdmitPodsResponse struct {
 
 func (x *AdmitPodsResponse) Reset() {
 	*x = AdmitPodsResponse{}
-	mi := &file_splitlet_admission_v1_admission_proto_msgTypes[6]
+	mi := &file_splitlet_admission_v1_admission_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -418,7 +524,7 @@ func (x *AdmitPodsResponse) String() string {
 func (*AdmitPodsResponse) ProtoMessage() {}
 
 func (x *AdmitPodsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_splitlet_admission_v1_admission_proto_msgTypes[6]
+	mi := &file_splitlet_admission_v1_admission_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -431,7 +537,7 @@ func (x *AdmitPodsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AdmitPodsResponse.ProtoReflect.Descriptor instead.
 func (*AdmitPodsResponse) Descriptor() ([]byte, []int) {
-	return file_splitlet_admission_v1_admission_proto_rawDescGZIP(), []int{6}
+	return file_splitlet_admission_v1_admission_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *AdmitPodsResponse) GetResults() []*AdmitResponse {
@@ -470,7 +576,7 @@ type AdmitResponse struct {
 
 func (x *AdmitResponse) Reset() {
 	*x = AdmitResponse{}
-	mi := &file_splitlet_admission_v1_admission_proto_msgTypes[7]
+	mi := &file_splitlet_admission_v1_admission_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -482,7 +588,7 @@ func (x *AdmitResponse) String() string {
 func (*AdmitResponse) ProtoMessage() {}
 
 func (x *AdmitResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_splitlet_admission_v1_admission_proto_msgTypes[7]
+	mi := &file_splitlet_admission_v1_admission_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -495,7 +601,7 @@ func (x *AdmitResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AdmitResponse.ProtoReflect.Descriptor instead.
 func (*AdmitResponse) Descriptor() ([]byte, []int) {
-	return file_splitlet_admission_v1_admission_proto_rawDescGZIP(), []int{7}
+	return file_splitlet_admission_v1_admission_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *AdmitResponse) GetAdmit() bool {
@@ -555,7 +661,7 @@ type WatchEvictionsRequest struct {
 
 func (x *WatchEvictionsRequest) Reset() {
 	*x = WatchEvictionsRequest{}
-	mi := &file_splitlet_admission_v1_admission_proto_msgTypes[8]
+	mi := &file_splitlet_admission_v1_admission_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -567,7 +673,7 @@ func (x *WatchEvictionsRequest) String() string {
 func (*WatchEvictionsRequest) ProtoMessage() {}
 
 func (x *WatchEvictionsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_splitlet_admission_v1_admission_proto_msgTypes[8]
+	mi := &file_splitlet_admission_v1_admission_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -580,7 +686,7 @@ func (x *WatchEvictionsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchEvictionsRequest.ProtoReflect.Descriptor instead.
 func (*WatchEvictionsRequest) Descriptor() ([]byte, []int) {
-	return file_splitlet_admission_v1_admission_proto_rawDescGZIP(), []int{8}
+	return file_splitlet_admission_v1_admission_proto_rawDescGZIP(), []int{9}
 }
 
 // WatchEvictionsResponse is one eviction (pod set) or one reclaim request
@@ -606,7 +712,7 @@ type WatchEvictionsResponse struct {
 
 func (x *WatchEvictionsResponse) Reset() {
 	*x = WatchEvictionsResponse{}
-	mi := &file_splitlet_admission_v1_admission_proto_msgTypes[9]
+	mi := &file_splitlet_admission_v1_admission_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -618,7 +724,7 @@ func (x *WatchEvictionsResponse) String() string {
 func (*WatchEvictionsResponse) ProtoMessage() {}
 
 func (x *WatchEvictionsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_splitlet_admission_v1_admission_proto_msgTypes[9]
+	mi := &file_splitlet_admission_v1_admission_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -631,7 +737,7 @@ func (x *WatchEvictionsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchEvictionsResponse.ProtoReflect.Descriptor instead.
 func (*WatchEvictionsResponse) Descriptor() ([]byte, []int) {
-	return file_splitlet_admission_v1_admission_proto_rawDescGZIP(), []int{9}
+	return file_splitlet_admission_v1_admission_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *WatchEvictionsResponse) GetPod() *PodRef {
@@ -697,7 +803,7 @@ type ReclaimRequest struct {
 
 func (x *ReclaimRequest) Reset() {
 	*x = ReclaimRequest{}
-	mi := &file_splitlet_admission_v1_admission_proto_msgTypes[10]
+	mi := &file_splitlet_admission_v1_admission_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -709,7 +815,7 @@ func (x *ReclaimRequest) String() string {
 func (*ReclaimRequest) ProtoMessage() {}
 
 func (x *ReclaimRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_splitlet_admission_v1_admission_proto_msgTypes[10]
+	mi := &file_splitlet_admission_v1_admission_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -722,7 +828,7 @@ func (x *ReclaimRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReclaimRequest.ProtoReflect.Descriptor instead.
 func (*ReclaimRequest) Descriptor() ([]byte, []int) {
-	return file_splitlet_admission_v1_admission_proto_rawDescGZIP(), []int{10}
+	return file_splitlet_admission_v1_admission_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *ReclaimRequest) GetId() string {
@@ -768,7 +874,7 @@ type ReportReclaimRequest struct {
 
 func (x *ReportReclaimRequest) Reset() {
 	*x = ReportReclaimRequest{}
-	mi := &file_splitlet_admission_v1_admission_proto_msgTypes[11]
+	mi := &file_splitlet_admission_v1_admission_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -780,7 +886,7 @@ func (x *ReportReclaimRequest) String() string {
 func (*ReportReclaimRequest) ProtoMessage() {}
 
 func (x *ReportReclaimRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_splitlet_admission_v1_admission_proto_msgTypes[11]
+	mi := &file_splitlet_admission_v1_admission_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -793,7 +899,7 @@ func (x *ReportReclaimRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportReclaimRequest.ProtoReflect.Descriptor instead.
 func (*ReportReclaimRequest) Descriptor() ([]byte, []int) {
-	return file_splitlet_admission_v1_admission_proto_rawDescGZIP(), []int{11}
+	return file_splitlet_admission_v1_admission_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *ReportReclaimRequest) GetId() string {
@@ -825,7 +931,7 @@ type ReportReclaimResponse struct {
 
 func (x *ReportReclaimResponse) Reset() {
 	*x = ReportReclaimResponse{}
-	mi := &file_splitlet_admission_v1_admission_proto_msgTypes[12]
+	mi := &file_splitlet_admission_v1_admission_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -837,7 +943,7 @@ func (x *ReportReclaimResponse) String() string {
 func (*ReportReclaimResponse) ProtoMessage() {}
 
 func (x *ReportReclaimResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_splitlet_admission_v1_admission_proto_msgTypes[12]
+	mi := &file_splitlet_admission_v1_admission_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -850,7 +956,7 @@ func (x *ReportReclaimResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportReclaimResponse.ProtoReflect.Descriptor instead.
 func (*ReportReclaimResponse) Descriptor() ([]byte, []int) {
-	return file_splitlet_admission_v1_admission_proto_rawDescGZIP(), []int{12}
+	return file_splitlet_admission_v1_admission_proto_rawDescGZIP(), []int{13}
 }
 
 type GetNodeRequest struct {
@@ -861,7 +967,7 @@ type GetNodeRequest struct {
 
 func (x *GetNodeRequest) Reset() {
 	*x = GetNodeRequest{}
-	mi := &file_splitlet_admission_v1_admission_proto_msgTypes[13]
+	mi := &file_splitlet_admission_v1_admission_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -873,7 +979,7 @@ func (x *GetNodeRequest) String() string {
 func (*GetNodeRequest) ProtoMessage() {}
 
 func (x *GetNodeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_splitlet_admission_v1_admission_proto_msgTypes[13]
+	mi := &file_splitlet_admission_v1_admission_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -886,7 +992,7 @@ func (x *GetNodeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetNodeRequest.ProtoReflect.Descriptor instead.
 func (*GetNodeRequest) Descriptor() ([]byte, []int) {
-	return file_splitlet_admission_v1_admission_proto_rawDescGZIP(), []int{13}
+	return file_splitlet_admission_v1_admission_proto_rawDescGZIP(), []int{14}
 }
 
 type GetNodeResponse struct {
@@ -899,7 +1005,7 @@ type GetNodeResponse struct {
 
 func (x *GetNodeResponse) Reset() {
 	*x = GetNodeResponse{}
-	mi := &file_splitlet_admission_v1_admission_proto_msgTypes[14]
+	mi := &file_splitlet_admission_v1_admission_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -911,7 +1017,7 @@ func (x *GetNodeResponse) String() string {
 func (*GetNodeResponse) ProtoMessage() {}
 
 func (x *GetNodeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_splitlet_admission_v1_admission_proto_msgTypes[14]
+	mi := &file_splitlet_admission_v1_admission_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -924,7 +1030,7 @@ func (x *GetNodeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetNodeResponse.ProtoReflect.Descriptor instead.
 func (*GetNodeResponse) Descriptor() ([]byte, []int) {
-	return file_splitlet_admission_v1_admission_proto_rawDescGZIP(), []int{14}
+	return file_splitlet_admission_v1_admission_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *GetNodeResponse) GetNode() []byte {
@@ -942,14 +1048,20 @@ const file_splitlet_admission_v1_admission_proto_rawDesc = "" +
 	"\x06PodRef\x12\x1c\n" +
 	"\tnamespace\x18\x01 \x01(\tR\tnamespace\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x10\n" +
-	"\x03uid\x18\x03 \x01(\tR\x03uid\"\x9a\x01\n" +
+	"\x03uid\x18\x03 \x01(\tR\x03uid\"\xe7\x01\n" +
 	"\fAdmitRequest\x12\x10\n" +
 	"\x03pod\x18\x01 \x01(\fR\x03pod\x12\x1f\n" +
 	"\vactive_pods\x18\x02 \x03(\fR\n" +
 	"activePods\x128\n" +
 	"\x06active\x18\x03 \x03(\v2 .splitlet.admission.v1.ActivePodR\x06active\x12\x1d\n" +
 	"\n" +
-	"active_set\x18\x04 \x01(\fR\tactiveSet\"G\n" +
+	"active_set\x18\x04 \x01(\fR\tactiveSet\x12K\n" +
+	"\ractive_change\x18\x05 \x01(\v2&.splitlet.admission.v1.ActiveSetChangeR\factiveChange\"\x92\x01\n" +
+	"\x0fActiveSetChange\x12\x12\n" +
+	"\x04base\x18\x01 \x01(\fR\x04base\x12\x18\n" +
+	"\aremoved\x18\x02 \x03(\tR\aremoved\x126\n" +
+	"\x05added\x18\x03 \x03(\v2 .splitlet.admission.v1.ActivePodR\x05added\x12\x19\n" +
+	"\badded_at\x18\x04 \x03(\rR\aaddedAt\"G\n" +
 	"\tActivePod\x12\x10\n" +
 	"\x03uid\x18\x01 \x01(\tR\x03uid\x12\x16\n" +
 	"\x06digest\x18\x02 \x01(\fR\x06digest\x12\x10\n" +
@@ -957,12 +1069,13 @@ const file_splitlet_admission_v1_admission_proto_rawDesc = "" +
 	"\x11UnknownActivePods\x12\x12\n" +
 	"\x04uids\x18\x01 \x03(\tR\x04uids\"*\n" +
 	"\x10UnknownActiveSet\x12\x16\n" +
-	"\x06digest\x18\x01 \x01(\fR\x06digest\"\x7f\n" +
+	"\x06digest\x18\x01 \x01(\fR\x06digest\"\xcc\x01\n" +
 	"\x10AdmitPodsRequest\x12\x12\n" +
 	"\x04pods\x18\x01 \x03(\fR\x04pods\x128\n" +
 	"\x06active\x18\x02 \x03(\v2 .splitlet.admission.v1.ActivePodR\x06active\x12\x1d\n" +
 	"\n" +
-	"active_set\x18\x03 \x01(\fR\tactiveSet\"{\n" +
+	"active_set\x18\x03 \x01(\fR\tactiveSet\x12K\n" +
+	"\ractive_change\x18\x04 \x01(\v2&.splitlet.admission.v1.ActiveSetChangeR\factiveChange\"{\n" +
 	"\x11AdmitPodsResponse\x12>\n" +
 	"\aresults\x18\x01 \x03(\v2$.splitlet.admission.v1.AdmitResponseR\aresults\x12&\n" +
 	"\x0factive_set_held\x18\x02 \x01(\bR\ractiveSetHeld\"\x84\x02\n" +
@@ -1018,46 +1131,50 @@ func file_splitlet_admission_v1_admission_proto_rawDescGZIP() []byte {
 	return file_splitlet_admission_v1_admission_proto_rawDescData
 }
 
-var file_splitlet_admission_v1_admission_proto_msgTypes = make([]protoimpl.MessageInfo, 15)
+var file_splitlet_admission_v1_admission_proto_msgTypes = make([]protoimpl.MessageInfo, 16)
 var file_splitlet_admission_v1_admission_proto_goTypes = []any{
 	(*PodRef)(nil),                 // 0: splitlet.admission.v1.PodRef
 	(*AdmitRequest)(nil),           // 1: splitlet.admission.v1.AdmitRequest
-	(*ActivePod)(nil),              // 2: splitlet.admission.v1.ActivePod
-	(*UnknownActivePods)(nil),      // 3: splitlet.admission.v1.UnknownActivePods
-	(*UnknownActiveSet)(nil),       // 4: splitlet.admission.v1.UnknownActiveSet
-	(*AdmitPodsRequest)(nil),       // 5: splitlet.admission.v1.AdmitPodsRequest
-	(*AdmitPodsResponse)(nil),      // 6: splitlet.admission.v1.AdmitPodsResponse
-	(*AdmitResponse)(nil),          // 7: splitlet.admission.v1.AdmitResponse
-	(*WatchEvictionsRequest)(nil),  // 8: splitlet.admission.v1.WatchEvictionsRequest
-	(*WatchEvictionsResponse)(nil), // 9: splitlet.admission.v1.WatchEvictionsResponse
-	(*ReclaimRequest)(nil),         // 10: splitlet.admission.v1.ReclaimRequest
-	(*ReportReclaimRequest)(nil),   // 11: splitlet.admission.v1.ReportReclaimRequest
-	(*ReportReclaimResponse)(nil),  // 12: splitlet.admission.v1.ReportReclaimResponse
-	(*GetNodeRequest)(nil),         // 13: splitlet.admission.v1.GetNodeRequest
-	(*GetNodeResponse)(nil),        // 14: splitlet.admission.v1.GetNodeResponse
+	(*ActiveSetChange)(nil),        // 2: splitlet.admission.v1.ActiveSetChange
+	(*ActivePod)(nil),              // 3: splitlet.admission.v1.ActivePod
+	(*UnknownActivePods)(nil),      // 4: splitlet.admission.v1.UnknownActivePods
+	(*UnknownActiveSet)(nil),       // 5: splitlet.admission.v1.UnknownActiveSet
+	(*AdmitPodsRequest)(nil),       // 6: splitlet.admission.v1.AdmitPodsRequest
+	(*AdmitPodsResponse)(nil),      // 7: splitlet.admission.v1.AdmitPodsResponse
+	(*AdmitResponse)(nil),          // 8: splitlet.admission.v1.AdmitResponse
+	(*WatchEvictionsRequest)(nil),  // 9: splitlet.admission.v1.WatchEvictionsRequest
+	(*WatchEvictionsResponse)(nil), // 10: splitlet.admission.v1.WatchEvictionsResponse
+	(*ReclaimRequest)(nil),         // 11: splitlet.admission.v1.ReclaimRequest
+	(*ReportReclaimRequest)(nil),   // 12: splitlet.admission.v1.ReportReclaimRequest
+	(*ReportReclaimResponse)(nil),  // 13: splitlet.admission.v1.ReportReclaimResponse
+	(*GetNodeRequest)(nil),         // 14: splitlet.admission.v1.GetNodeRequest
+	(*GetNodeResponse)(nil),        // 15: splitlet.admission.v1.GetNodeResponse
 }
 var file_splitlet_admission_v1_admission_proto_depIdxs = []int32{
-	2,  // 0: splitlet.admission.v1.AdmitRequest.active:type_name -> splitlet.admission.v1.ActivePod
-	2,  // 1: splitlet.admission.v1.AdmitPodsRequest.active:type_name -> splitlet.admission.v1.ActivePod
-	7,  // 2: splitlet.admission.v1.AdmitPodsResponse.results:type_name -> splitlet.admission.v1.AdmitResponse
-	0,  // 3: splitlet.admission.v1.AdmitResponse.victims:type_name -> splitlet.admission.v1.PodRef
-	0,  // 4: splitlet.admission.v1.WatchEvictionsResponse.pod:type_name -> splitlet.admission.v1.PodRef
-	10, // 5: splitlet.admission.v1.WatchEvictionsResponse.reclaim:type_name -> splitlet.admission.v1.ReclaimRequest
-	1,  // 6: splitlet.admission.v1.AdmissionService.Admit:input_type -> splitlet.admission.v1.AdmitRequest
-	5,  // 7: splitlet.admission.v1.AdmissionService.AdmitPods:input_type -> splitlet.admission.v1.AdmitPodsRequest
-	8,  // 8: splitlet.admission.v1.AdmissionService.WatchEvictions:input_type -> splitlet.admission.v1.WatchEvictionsRequest
-	11, // 9: splitlet.admission.v1.AdmissionService.ReportReclaim:input_type -> splitlet.admission.v1.ReportReclaimRequest
-	13, // 10: splitlet.admission.v1.AdmissionService.GetNode:input_type -> splitlet.admission.v1.GetNodeRequest
-	7,  // 11: splitlet.admission.v1.AdmissionService.Admit:output_type -> splitlet.admission.v1.AdmitResponse
-	6,  // 12: splitlet.admission.v1.AdmissionService.AdmitPods:output_type -> splitlet.admission.v1.AdmitPodsResponse
-	9,  // 13: splitlet.admission.v1.AdmissionService.WatchEvictions:output_type -> splitlet.admission.v1.WatchEvictionsResponse
-	12, // 14: splitlet.admission.v1.AdmissionService.ReportReclaim:output_type -> splitlet.admission.v1.ReportReclaimResponse
-	14, // 15: splitlet.admission.v1.AdmissionService.GetNode:output_type -> splitlet.admission.v1.GetNodeResponse
-	11, // [11:16] is the sub-list for method output_type
-	6,  // [6:11] is the sub-list for method input_type
-	6,  // [6:6] is the sub-list for extension type_name
-	6,  // [6:6] is the sub-list for extension extendee
-	0,  // [0:6] is the sub-list for field type_name
+	3,  // 0: splitlet.admission.v1.AdmitRequest.active:type_name -> splitlet.admission.v1.ActivePod
+	2,  // 1: splitlet.admission.v1.AdmitRequest.active_change:type_name -> splitlet.admission.v1.ActiveSetChange
+	3,  // 2: splitlet.admission.v1.ActiveSetChange.added:type_name -> splitlet.admission.v1.ActivePod
+	3,  // 3: splitlet.admission.v1.AdmitPodsRequest.active:type_name -> splitlet.admission.v1.ActivePod
+	2,  // 4: splitlet.admission.v1.AdmitPodsRequest.active_change:type_name -> splitlet.admission.v1.ActiveSetChange
+	8,  // 5: splitlet.admission.v1.AdmitPodsResponse.results:type_name -> splitlet.admission.v1.AdmitResponse
+	0,  // 6: splitlet.admission.v1.AdmitResponse.victims:type_name -> splitlet.admission.v1.PodRef
+	0,  // 7: splitlet.admission.v1.WatchEvictionsResponse.pod:type_name -> splitlet.admission.v1.PodRef
+	11, // 8: splitlet.admission.v1.WatchEvictionsResponse.reclaim:type_name -> splitlet.admission.v1.ReclaimRequest
+	1,  // 9: splitlet.admission.v1.AdmissionService.Admit:input_type -> splitlet.admission.v1.AdmitRequest
+	6,  // 10: splitlet.admission.v1.AdmissionService.AdmitPods:input_type -> splitlet.admission.v1.AdmitPodsRequest
+	9,  // 11: splitlet.admission.v1.AdmissionService.WatchEvictions:input_type -> splitlet.admission.v1.WatchEvictionsRequest
+	12, // 12: splitlet.admission.v1.AdmissionService.ReportReclaim:input_type -> splitlet.admission.v1.ReportReclaimRequest
+	14, // 13: splitlet.admission.v1.AdmissionService.GetNode:input_type -> splitlet.admission.v1.GetNodeRequest
+	8,  // 14: splitlet.admission.v1.AdmissionService.Admit:output_type -> splitlet.admission.v1.AdmitResponse
+	7,  // 15: splitlet.admission.v1.AdmissionService.AdmitPods:output_type -> splitlet.admission.v1.AdmitPodsResponse
+	10, // 16: splitlet.admission.v1.AdmissionService.WatchEvictions:output_type -> splitlet.admission.v1.WatchEvictionsResponse
+	13, // 17: splitlet.admission.v1.AdmissionService.ReportReclaim:output_type -> splitlet.admission.v1.ReportReclaimResponse
+	15, // 18: splitlet.admission.v1.AdmissionService.GetNode:output_type -> splitlet.admission.v1.GetNodeResponse
+	14, // [14:19] is the sub-list for method output_type
+	9,  // [9:14] is the sub-list for method input_type
+	9,  // [9:9] is the sub-list for extension type_name
+	9,  // [9:9] is the sub-list for extension extendee
+	0,  // [0:9] is the sub-list for field type_name
 }
 
 func init() { file_splitlet_admission_v1_admission_proto_init() }
@@ -1065,14 +1182,14 @@ func file_splitlet_admission_v1_admission_proto_init() {
 	if File_splitlet_admission_v1_admission_proto != nil {
 		return
 	}
-	file_splitlet_admission_v1_admission_proto_msgTypes[9].OneofWrappers = []any{}
+	file_splitlet_admission_v1_admission_proto_msgTypes[10].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_splitlet_admission_v1_admission_proto_rawDesc), len(file_splitlet_admission_v1_admission_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   15,
+			NumMessages:   16,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -31,6 +31,7 @@ const setsHeld = 8
 type heldSet struct {
 	digest  [sha256.Size]byte
 	pods    []*v1.Pod
+	refs    []Ref
 	entries []*entry
 }
 
@@ -38,7 +39,8 @@ type heldSet struct {
 // order), as the active set named digest, which is SetDigest(refs) (the
 // caller checked a client's digest with it), forgetting the set used least
 // recently beyond setsHeld, and says whether it kept it: a pod this cache
-// did not make is not kept, and then neither is the set.
+// did not make is not kept, and then neither is the set. The cache keeps
+// refs and pods; the caller must not change them afterwards.
 func (c *Cache) PutSet(digest [sha256.Size]byte, refs []Ref, pods []*v1.Pod) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -50,7 +52,7 @@ func (c *Cache) PutSet(digest [sha256.Size]byte, refs []Ref, pods []*v1.Pod) boo
 		}
 		entries[i] = e
 	}
-	set := &heldSet{digest: digest, pods: pods, entries: entries}
+	set := &heldSet{digest: digest, pods: pods, refs: refs, entries: entries}
 	for i, s := range c.sets {
 		if s.digest == digest {
 			c.sets = append(c.sets[:i], c.sets[i+1:]...)
@@ -64,14 +66,16 @@ func (c *Cache) PutSet(digest [sha256.Size]byte, refs []Ref, pods []*v1.Pod) boo
 	return true
 }
 
-// Set returns the pods of the active set kept under digest, or false when
-// the cache does not hold it; the digest of no pods is always the empty
-// set. Naming a set keeps it and its pods as if they had been resolved
-// one by one. The slice is shared: callers must not change it, and
-// appending to it copies.
-func (c *Cache) Set(digest [sha256.Size]byte) ([]*v1.Pod, bool) {
+// Set returns the pods of the active set kept under digest and their
+// references, in the same order (what a change to the set,
+// AdmitRequest.active_change, applies to), or false when the cache does not
+// hold it; the digest of no pods is always the empty set. Naming a set
+// keeps it and its pods as if they had been resolved one by one. The
+// slices are shared: callers must not change them, and appending to them
+// copies.
+func (c *Cache) Set(digest [sha256.Size]byte) ([]*v1.Pod, []Ref, bool) {
 	if digest == emptySet {
-		return nil, true
+		return nil, nil, true
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -86,7 +90,8 @@ func (c *Cache) Set(digest [sha256.Size]byte) ([]*v1.Pod, bool) {
 		for _, e := range s.entries {
 			c.touchLocked(e)
 		}
-		return s.pods[:len(s.pods):len(s.pods)], true
+		n := len(s.pods)
+		return s.pods[:n:n], s.refs[:n:n], true
 	}
-	return nil, false
+	return nil, nil, false
 }

@@ -29,18 +29,21 @@ func decodeSet(t *testing.T, c *Cache, prefix string, n int) ([]Ref, []*v1.Pod) 
 func TestSet(t *testing.T) {
 	var c Cache
 	refs, pods := decodeSet(t, &c, "a", 3)
-	got, ok := c.Set(SetDigest(refs))
+	got, gotRefs, ok := c.Set(SetDigest(refs))
 	if !ok || !slices.Equal(got, pods) {
 		t.Fatalf("Set = %v %v, want the three pods kept", got, ok)
+	}
+	if !slices.Equal(gotRefs, refs) {
+		t.Errorf("Set's references = %v, want the set's, in order: %v", gotRefs, refs)
 	}
 	if cap(got) != len(got) {
 		t.Errorf("the shared slice has room to append (cap %d, len %d): an append would write into the set", cap(got), len(got))
 	}
 	// Another order is another set.
-	if _, ok := c.Set(SetDigest([]Ref{refs[1], refs[0], refs[2]})); ok {
+	if _, _, ok := c.Set(SetDigest([]Ref{refs[1], refs[0], refs[2]})); ok {
 		t.Error("the set in another order is held")
 	}
-	if got, ok := c.Set(SetDigest(nil)); !ok || len(got) != 0 {
+	if got, _, ok := c.Set(SetDigest(nil)); !ok || len(got) != 0 {
 		t.Errorf("the empty set: %v %v, want held and empty", got, ok)
 	}
 	// A pod this cache did not make keeps the set out.
@@ -49,7 +52,7 @@ func TestSet(t *testing.T) {
 	if c.PutSet(SetDigest(foreignRefs), foreignRefs, foreign) {
 		t.Error("PutSet says it kept a set with a pod the cache did not decode")
 	}
-	if _, ok := c.Set(SetDigest(foreignRefs)); ok {
+	if _, _, ok := c.Set(SetDigest(foreignRefs)); ok {
 		t.Error("a set with a pod the cache did not decode is held")
 	}
 }
@@ -64,14 +67,14 @@ func TestSetsBounded(t *testing.T) {
 		decodeSet(t, &c, fmt.Sprintf("s%d-", i), 1)
 	}
 	// Naming the first makes the second the least recent.
-	if _, ok := c.Set(SetDigest(first)); !ok {
+	if _, _, ok := c.Set(SetDigest(first)); !ok {
 		t.Fatal("the first set is not held")
 	}
 	decodeSet(t, &c, "last", 1)
-	if _, ok := c.Set(SetDigest(second)); ok {
+	if _, _, ok := c.Set(SetDigest(second)); ok {
 		t.Error("the least recently named set is still held past the bound")
 	}
-	if _, ok := c.Set(SetDigest(first)); !ok {
+	if _, _, ok := c.Set(SetDigest(first)); !ok {
 		t.Error("the set named last but one was forgotten")
 	}
 }
@@ -88,7 +91,7 @@ func TestSetKeepsItsPods(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		if _, ok := c.Set(SetDigest(refs)); !ok {
+		if _, _, ok := c.Set(SetDigest(refs)); !ok {
 			t.Fatalf("round %d: the set is not held", round)
 		}
 	}

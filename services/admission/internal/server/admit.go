@@ -76,7 +76,7 @@ func (s *Service) decodeAdmitRequest(msg *admissionv1.AdmitRequest) (pod *v1.Pod
 	s.pods.Reserve(1 + len(msg.GetActivePods()) + len(msg.GetActive()))
 	// The active set first: references resolve before the new pod's
 	// decoding can push anything out of the store.
-	active, setHeld, err = s.decodeActive(msg.GetActivePods(), msg.GetActive(), msg.GetActiveSet(), "active")
+	active, setHeld, err = s.decodeActive(msg.GetActivePods(), msg.GetActive(), msg.GetActiveSet(), msg.GetActiveChange(), "active")
 	if err != nil {
 		return nil, nil, false, err
 	}

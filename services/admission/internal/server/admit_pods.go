@@ -56,7 +56,7 @@ func (s *Service) decodeAdmitPodsRequest(msg *admissionv1.AdmitPodsRequest) (pod
 		return nil, nil, false, fmt.Errorf("pods: empty; want at least one pod to admit: %w", errdefs.ErrInvalidArgument)
 	}
 	s.pods.Reserve(len(msg.GetPods()) + len(msg.GetActive()))
-	active, setHeld, err = s.decodeActive(nil, msg.GetActive(), msg.GetActiveSet(), "active")
+	active, setHeld, err = s.decodeActive(nil, msg.GetActive(), msg.GetActiveSet(), msg.GetActiveChange(), "active")
 	if err != nil {
 		return nil, nil, false, err
 	}

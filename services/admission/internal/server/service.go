@@ -76,9 +76,9 @@ type PodStore interface {
 	// PutSet keeps pods, resolved or decoded for refs, as the active set
 	// named digest (podcache.SetDigest(refs)), and says whether it did.
 	PutSet(digest [sha256.Size]byte, refs []podcache.Ref, pods []*v1.Pod) bool
-	// Set returns the active set kept under digest, if held; the slice
-	// is shared and must not be changed.
-	Set(digest [sha256.Size]byte) ([]*v1.Pod, bool)
+	// Set returns the active set kept under digest and its references,
+	// if held; the slices are shared and must not be changed.
+	Set(digest [sha256.Size]byte) ([]*v1.Pod, []podcache.Ref, bool)
 }
 
 var _ PodStore = (*podcache.Cache)(nil)

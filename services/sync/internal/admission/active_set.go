@@ -1,6 +1,7 @@
 package admission
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"errors"
 	"fmt"
@@ -22,7 +23,10 @@ import (
 // request O(active pods) small references instead of O(active pods) full
 // pods encoded, sent and hashed again. And since the set itself rarely
 // changes, a set the server answered for is named next time by its digest
-// alone (AdmitRequest.active_set): a request of one pod and 32 bytes.
+// alone (AdmitRequest.active_set): a request of one pod and 32 bytes. A set
+// that did change (a burst of pod starts adds a batch's pods to it each
+// call) goes as the change to the set the server holds
+// (AdmitRequest.active_change): O(changed pods), not O(active pods).
 //
 // It is safe for concurrent use; concurrent calls at worst send a pod in
 // full twice.
@@ -37,6 +41,10 @@ type activeSet struct {
 	// heldSet is the digest of the last active set the server answered a
 	// call for (it keeps the set under that digest); zero when none.
 	heldSet [sha256.Size]byte
+	// heldPods are that set's pods, in order, and heldMark marks them:
+	// a pod is in it when its entry's inHeldSet equals heldMark.
+	heldPods []*encodedPod
+	heldMark uint64
 }
 
 // encodedPod is one pod object's encoding.
@@ -50,6 +58,11 @@ type encodedPod struct {
 	held bool
 	// used is the last call that named the pod.
 	used uint64
+	// inSet is the last call that named the pod as active, inHeldSet the
+	// activeSet.heldMark of the last held set it was in, and heldAt its
+	// index in that set.
+	inSet, inHeldSet uint64
+	heldAt           int
 }
 
 func newActiveSet() *activeSet {
@@ -57,12 +70,14 @@ func newActiveSet() *activeSet {
 }
 
 // prepared is one request's pods: the encodings of the pods to admit, the
-// references of the active pods (none when set alone names them), the
-// digest of the active set, and every entry the request carries, to
-// acknowledge once the server answered.
+// references of the active pods or the change to the held set (neither
+// when set alone names it), the digest of the active set, and every entry
+// the request carries, to acknowledge once the server answered: the pods
+// to admit, then the active set's in order.
 type prepared struct {
 	pods    [][]byte
 	active  []*admissionv1.ActivePod
+	change  *admissionv1.ActiveSetChange
 	set     [sha256.Size]byte
 	entries []*encodedPod
 }
@@ -76,10 +91,11 @@ type resend struct {
 
 // prepare encodes a request: pods in full, and the active set by its
 // digest alone when the server holds it (the common call: sync's active
-// set changes rarely), or else by reference, in full where the server is
-// not known to hold the pod or again names its UID. Pods neither in pods
-// nor in active are forgotten: they are no longer active, and a pod that
-// comes back is encoded afresh.
+// set changes rarely), as the change to the set the server holds when
+// that is smaller than the set, or else by reference; a pod goes in full
+// where the server is not known to hold it or again names its UID. Pods
+// neither in pods nor in active are forgotten: they are no longer active,
+// and a pod that comes back is encoded afresh.
 func (s *activeSet) prepare(pods, active []*v1.Pod, again resend) (prepared, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -105,18 +121,25 @@ func (s *activeSet) prepare(pods, active []*v1.Pod, again resend) (prepared, err
 		if again.pods[p.UID] {
 			e.held = false
 		}
+		e.inSet = s.call
 		setHash.Write(e.digest[:])
 		out.entries = append(out.entries, e)
 	}
 	out.set = [sha256.Size]byte(setHash.Sum(nil))
-	if again.set || again.pods != nil || out.set != s.heldSet {
-		out.active = make([]*admissionv1.ActivePod, len(active))
-		for i, e := range out.entries[len(pods):] {
-			ref := &admissionv1.ActivePod{Uid: string(active[i].UID), Digest: e.digest[:]}
-			if !e.held {
-				ref.Pod = e.raw
-			}
-			out.active[i] = ref
+	set := out.entries[len(pods):]
+	switch {
+	case !again.set && again.pods == nil && out.set == s.heldSet:
+		// The digest alone names it.
+	case !again.set && again.pods == nil && s.heldSet != [sha256.Size]byte{}:
+		out.change = s.changeLocked(set)
+		if out.change != nil {
+			break
+		}
+		fallthrough
+	default:
+		out.active = make([]*admissionv1.ActivePod, len(set))
+		for i, e := range set {
+			out.active[i] = e.ref()
 		}
 	}
 	// A sweep only when some entry was not named: the common call, with
@@ -131,9 +154,48 @@ func (s *activeSet) prepare(pods, active []*v1.Pod, again resend) (prepared, err
 	return out, nil
 }
 
+// changeLocked returns set as the change to the held set, or nil when a
+// change cannot say it (the held pods kept are in another order) or would
+// name more pods than set has: the references are then the smaller
+// request.
+func (s *activeSet) changeLocked(set []*encodedPod) *admissionv1.ActiveSetChange {
+	change := &admissionv1.ActiveSetChange{Base: bytes.Clone(s.heldSet[:])}
+	last := -1
+	for i, e := range set {
+		if e.inHeldSet != s.heldMark {
+			change.Added = append(change.Added, e.ref())
+			change.AddedAt = append(change.AddedAt, uint32(i))
+			continue
+		}
+		if e.heldAt < last {
+			return nil
+		}
+		last = e.heldAt
+	}
+	for _, e := range s.heldPods {
+		if e.inSet != s.call {
+			change.Removed = append(change.Removed, string(e.pod.UID))
+		}
+	}
+	if len(change.Added)+len(change.Removed) >= len(set) {
+		return nil
+	}
+	return change
+}
+
+// ref is the pod's reference, carrying its encoding unless the server is
+// known to hold it.
+func (e *encodedPod) ref() *admissionv1.ActivePod {
+	ref := &admissionv1.ActivePod{Uid: string(e.pod.UID), Digest: e.digest[:]}
+	if !e.held {
+		ref.Pod = e.raw
+	}
+	return ref
+}
+
 // encodeLocked returns pod's encoding, made only when pod is not the
 // object encoded last under its UID. A new object with the same bytes
-// keeps what the server holds.
+// keeps its entry, and with it what the server holds.
 func (s *activeSet) encodeLocked(pod *v1.Pod) (*encodedPod, error) {
 	e := s.byUID[pod.UID]
 	if e == nil || e.pod != pod {
@@ -141,12 +203,15 @@ func (s *activeSet) encodeLocked(pod *v1.Pod) (*encodedPod, error) {
 		if err != nil {
 			return nil, err
 		}
-		ne := &encodedPod{pod: pod, raw: raw, digest: sha256.Sum256(raw)}
-		if e != nil && e.digest == ne.digest {
-			ne.held = e.held
+		digest := sha256.Sum256(raw)
+		if e != nil && e.digest == digest {
+			// The same bytes: the same entry, still held, still in
+			// the held set.
+			e.pod = pod
+		} else {
+			e = &encodedPod{pod: pod, raw: raw, digest: digest}
+			s.byUID[pod.UID] = e
 		}
-		e = ne
-		s.byUID[pod.UID] = e
 	}
 	e.used = s.call
 	return e, nil
@@ -163,10 +228,17 @@ func (s *activeSet) acknowledge(p prepared, setHeld bool) {
 	for _, e := range p.entries {
 		e.held = true
 	}
-	if setHeld {
-		s.heldSet = p.set
-	} else {
-		s.heldSet = [sha256.Size]byte{}
+	if !setHeld {
+		s.heldSet, s.heldPods = [sha256.Size]byte{}, nil
+		return
+	}
+	if s.heldSet == p.set {
+		return
+	}
+	s.heldSet, s.heldPods = p.set, p.entries[len(p.pods):]
+	s.heldMark++
+	for i, e := range s.heldPods {
+		e.inHeldSet, e.heldAt = s.heldMark, i
 	}
 }
 

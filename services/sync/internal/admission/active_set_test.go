@@ -199,6 +199,68 @@ func TestAdmitNamesTheActiveSet(t *testing.T) {
 	}
 }
 
+// TestAdmitPodsSendsTheSetsChange follows a burst against a server that
+// keeps sets: each call's active set is the last one plus the pods just
+// admitted, less the pods that stopped, and goes as that change (the added
+// pods by reference: the server decoded them as pods to admit), never as
+// the whole set, unless the change cannot say it or is not smaller.
+func TestAdmitPodsSendsTheSetsChange(t *testing.T) {
+	svc := &fakeService{admit: admitAllResp, keepsSets: true}
+	c := New(serve(t, svc), Options{})
+	a, b, cc, d := pod("a", "1Mi"), pod("b", "1Mi"), pod("c", "1Mi"), pod("d", "1Mi")
+	x, y, z := pod("x", ""), pod("y", ""), pod("z", "")
+	for _, step := range []struct {
+		desc         string
+		pods, active []*v1.Pod
+		restart      bool
+		wantRequests []fakeRequest
+	}{
+		{desc: "first call: the set in full", pods: []*v1.Pod{x}, active: []*v1.Pod{a, b, cc},
+			wantRequests: []fakeRequest{{rpc: "AdmitPods", pods: []string{"x"}, full: 3}}},
+		{desc: "x joins in the middle: one pod added", pods: []*v1.Pod{y}, active: []*v1.Pod{a, x, b, cc},
+			wantRequests: []fakeRequest{{rpc: "AdmitPods", pods: []string{"y"}, byRef: 1, changed: true}}},
+		{desc: "b stops and y joins at the end", pods: []*v1.Pod{z}, active: []*v1.Pod{a, x, cc, y},
+			wantRequests: []fakeRequest{{rpc: "AdmitPods", pods: []string{"z"}, byRef: 1, changed: true, removed: 1}}},
+		{desc: "the same set: its digest alone", pods: []*v1.Pod{z}, active: []*v1.Pod{a, x, cc, y},
+			wantRequests: []fakeRequest{{rpc: "AdmitPods", pods: []string{"z"}, bySet: true}}},
+		{desc: "another order: no change says it, the references do", pods: []*v1.Pod{z}, active: []*v1.Pod{cc, a, x, y},
+			wantRequests: []fakeRequest{{rpc: "AdmitPods", pods: []string{"z"}, byRef: 4}}},
+		{desc: "after a restart: the change, the references, then the pods in full", pods: []*v1.Pod{d}, active: []*v1.Pod{cc, a, x, y, z}, restart: true,
+			wantRequests: []fakeRequest{
+				{rpc: "AdmitPods", pods: []string{"d"}, changed: true, failed: true},
+				{rpc: "AdmitPods", pods: []string{"d"}, byRef: 5, failed: true},
+				{rpc: "AdmitPods", pods: []string{"d"}, full: 5},
+			}},
+		{desc: "most of the set replaced: the references are smaller", pods: []*v1.Pod{x}, active: []*v1.Pod{d, y},
+			wantRequests: []fakeRequest{{rpc: "AdmitPods", pods: []string{"x"}, byRef: 2}}},
+	} {
+		if step.restart {
+			svc.forget()
+		}
+		sentBefore := len(svc.requestLog())
+		got, err := c.AdmitPods(context.Background(), step.pods, step.active)
+		if err != nil || len(got) != len(step.pods) || !got[0].Admit {
+			t.Fatalf("%s: AdmitPods = %+v, %v", step.desc, got, err)
+		}
+		if reqs := svc.requestLog()[sentBefore:]; fmt.Sprint(reqs) != fmt.Sprint(step.wantRequests) {
+			t.Errorf("%s: requests %+v, want %+v", step.desc, reqs, step.wantRequests)
+		}
+		svc.mu.Lock()
+		var seen []string
+		for _, p := range svc.gotActive {
+			seen = append(seen, p.Name)
+		}
+		svc.mu.Unlock()
+		var want []string
+		for _, p := range step.active {
+			want = append(want, p.Name)
+		}
+		if fmt.Sprint(seen) != fmt.Sprint(want) {
+			t.Errorf("%s: server saw active %v, want %v", step.desc, seen, want)
+		}
+	}
+}
+
 func TestInactivePodsAreForgotten(t *testing.T) {
 	svc := &fakeService{admit: admitAllResp}
 	c := New(serve(t, svc), Options{})

@@ -24,7 +24,7 @@ func (c *Client) AdmitPods(ctx context.Context, pods []*v1.Pod, active []*v1.Pod
 		if err != nil {
 			return nil, err
 		}
-		resp, err := c.admitPods(ctx, &admissionv1.AdmitPodsRequest{Pods: req.pods, Active: req.active, ActiveSet: req.set[:]})
+		resp, err := c.admitPods(ctx, &admissionv1.AdmitPodsRequest{Pods: req.pods, Active: req.active, ActiveSet: req.set[:], ActiveChange: req.change})
 		if err != nil {
 			var ok bool
 			if again, ok = retry(err, again); ok {

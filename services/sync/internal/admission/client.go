@@ -115,7 +115,7 @@ func (c *Client) Admit(ctx context.Context, pod *v1.Pod, active []*v1.Pod) (sync
 		if err != nil {
 			return syncloop.AdmitResult{}, err
 		}
-		resp, err := c.admit(ctx, &admissionv1.AdmitRequest{Pod: req.pods[0], Active: req.active, ActiveSet: req.set[:]})
+		resp, err := c.admit(ctx, &admissionv1.AdmitRequest{Pod: req.pods[0], Active: req.active, ActiveSet: req.set[:], ActiveChange: req.change})
 		if err != nil {
 			var ok bool
 			if again, ok = retry(err, again); ok {

@@ -43,6 +43,7 @@ type fakeService struct {
 	// sets are the active sets kept by digest; keepsSets makes the
 	// service keep them (a server that predates sets does not).
 	sets      map[string][]*v1.Pod
+	setRefs   map[string][]*admissionv1.ActivePod
 	keepsSets bool
 	// requests records each admit request: how many active pods came in
 	// full and how many by reference, and the pods it asked about.
@@ -64,15 +65,19 @@ type fakeRequest struct {
 	rpc         string
 	pods        []string
 	full, byRef int
-	// bySet: the active set was named by its digest alone.
-	bySet  bool
-	failed bool
+	// bySet: the active set was named by its digest alone; changed: as a
+	// change to a held set, removing removed pods (the added count in
+	// full and byRef).
+	bySet   bool
+	changed bool
+	removed int
+	failed  bool
 }
 
 func (f *fakeService) forget() {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.held, f.sets = nil, nil
+	f.held, f.sets, f.setRefs = nil, nil, nil
 }
 
 func (f *fakeService) requestLog() []fakeRequest {
@@ -85,14 +90,17 @@ func (f *fakeService) requestLog() []fakeRequest {
 // does: a digest must be the SHA-256 of the bytes sent, unknown references
 // fail with FailedPrecondition and an UnknownActivePods detail, and an
 // unknown set named by digest alone with an UnknownActiveSet detail. With
-// keepsSets, it keeps the sets sent with their digests (setHeld).
-func (f *fakeService) decode(rpc string, raws [][]byte, refs []*admissionv1.ActivePod, set []byte) (pods, active []*v1.Pod, setHeld bool, err error) {
+// keepsSets, it keeps the sets sent with their digests (setHeld), and
+// applies a change to one.
+func (f *fakeService) decode(rpc string, raws [][]byte, refs []*admissionv1.ActivePod, set []byte, change *admissionv1.ActiveSetChange) (pods, active []*v1.Pod, setHeld bool, err error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.held == nil {
-		f.held, f.sets = map[string]*v1.Pod{}, map[string][]*v1.Pod{}
+		f.held, f.sets, f.setRefs = map[string]*v1.Pod{}, map[string][]*v1.Pod{}, map[string][]*admissionv1.ActivePod{}
 	}
 	r := fakeRequest{rpc: rpc}
+	// base are the refs of the held set a change applies to, in order.
+	var base []*admissionv1.ActivePod
 	for _, b := range raws {
 		p := &v1.Pod{}
 		if err := p.Unmarshal(b); err != nil {
@@ -103,7 +111,27 @@ func (f *fakeService) decode(rpc string, raws [][]byte, refs []*admissionv1.Acti
 		pods = append(pods, p)
 		r.pods = append(r.pods, p.Name)
 	}
-	if f.keepsSets && len(set) > 0 && len(refs) == 0 {
+	if f.keepsSets && change != nil {
+		r.changed, r.removed = true, len(change.GetRemoved())
+		var ok bool
+		if base, ok = f.setRefs[string(change.GetBase())]; !ok {
+			r.failed = true
+			f.requests = append(f.requests, r)
+			ce := connect.NewError(connect.CodeFailedPrecondition, errors.New("base not held"))
+			d, err := connect.NewErrorDetail(&admissionv1.UnknownActiveSet{Digest: change.GetBase()})
+			if err != nil {
+				return nil, nil, false, err
+			}
+			ce.AddDetail(d)
+			return nil, nil, false, ce
+		}
+		base = slices.DeleteFunc(slices.Clone(base), func(a *admissionv1.ActivePod) bool { return slices.Contains(change.GetRemoved(), a.GetUid()) })
+		for j, a := range change.GetAdded() {
+			base = slices.Insert(base, int(change.GetAddedAt()[j]), a)
+		}
+		refs = base
+	}
+	if f.keepsSets && len(set) > 0 && len(refs) == 0 && change == nil {
 		r.bySet = true
 		var ok bool
 		active, ok = f.sets[string(set)]
@@ -128,6 +156,11 @@ func (f *fakeService) decode(rpc string, raws [][]byte, refs []*admissionv1.Acti
 	for _, a := range refs {
 		digests = append(digests, a.GetDigest()...)
 		if len(a.GetPod()) == 0 {
+			if !slices.Contains(change.GetAdded(), a) && change != nil {
+				// A pod of the base: held, not sent.
+				active = append(active, f.held[a.GetUid()+string(a.GetDigest())])
+				continue
+			}
 			r.byRef++
 			p, ok := f.held[a.GetUid()+string(a.GetDigest())]
 			if !ok {
@@ -163,12 +196,17 @@ func (f *fakeService) decode(rpc string, raws [][]byte, refs []*admissionv1.Acti
 			return nil, nil, false, connect.NewError(connect.CodeInvalidArgument, errors.New("active_set: not the digest of active"))
 		}
 		f.sets[string(set)] = active
+		kept := make([]*admissionv1.ActivePod, len(refs))
+		for i, a := range refs {
+			kept[i] = &admissionv1.ActivePod{Uid: a.GetUid(), Digest: a.GetDigest()}
+		}
+		f.setRefs[string(set)] = kept
 	}
 	return pods, active, f.keepsSets && len(set) > 0, nil
 }
 
 func (f *fakeService) Admit(ctx context.Context, req *connect.Request[admissionv1.AdmitRequest]) (*connect.Response[admissionv1.AdmitResponse], error) {
-	pods, active, setHeld, err := f.decode("Admit", [][]byte{req.Msg.GetPod()}, req.Msg.GetActive(), req.Msg.GetActiveSet())
+	pods, active, setHeld, err := f.decode("Admit", [][]byte{req.Msg.GetPod()}, req.Msg.GetActive(), req.Msg.GetActiveSet(), req.Msg.GetActiveChange())
 	if err != nil {
 		return nil, err
 	}
@@ -189,10 +227,13 @@ func (f *fakeService) Admit(ctx context.Context, req *connect.Request[admissionv
 // AdmitPods answers as consecutive Admit calls: admitted pods join active,
 // and the answers stop after the first with victims.
 func (f *fakeService) AdmitPods(ctx context.Context, req *connect.Request[admissionv1.AdmitPodsRequest]) (*connect.Response[admissionv1.AdmitPodsResponse], error) {
-	pods, active, setHeld, err := f.decode("AdmitPods", req.Msg.GetPods(), req.Msg.GetActive(), req.Msg.GetActiveSet())
+	pods, active, setHeld, err := f.decode("AdmitPods", req.Msg.GetPods(), req.Msg.GetActive(), req.Msg.GetActiveSet(), req.Msg.GetActiveChange())
 	if err != nil {
 		return nil, err
 	}
+	f.mu.Lock()
+	f.gotActive = slices.Clone(active)
+	f.mu.Unlock()
 	out := &admissionv1.AdmitPodsResponse{ActiveSetHeld: setHeld}
 	for _, p := range pods {
 		r := f.admit(p, active)
