@@ -131,8 +131,8 @@ func logRejection(log *zap.Logger, pod *v1.Pod, res lifecycle.PodAdmitResult) li
 // includeAllFailures).
 func (h *Handler) generalFilter(ctx context.Context, pod *v1.Pod, otherPods []*v1.Pod, node *v1.Node) []lifecycle.PredicateFailureReason {
 	var reasons []lifecycle.PredicateFailureReason
-	others := h.activePodInfos(otherPods)
-	for _, r := range fits(pod, others, node) {
+	others, used := h.summarize(ctx, otherPods)
+	for _, r := range fits(pod, len(others), &used, node) {
 		reasons = append(reasons, r)
 	}
 	if !matchesNodeAffinity(pod, node) {

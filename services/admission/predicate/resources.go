@@ -75,23 +75,21 @@ func activePodRequests(pod *v1.Pod) v1.ResourceList {
 	return resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{UseStatusResources: true})
 }
 
-// fits checks the pod's requests against what the node has left, as the
-// scheduler's noderesources.Fits (fitsRequest). The order is pods, cpu,
-// memory, ephemeral-storage, then scalar resources by name; the kubelet
-// reports only the first failure, so the order decides the reason.
-func fits(pod *v1.Pod, otherPods []*ActivePodInfo, node *v1.Node) []*lifecycle.InsufficientResourceError {
-	var allocatable, used, want resources
+// fits checks the pod's requests against what the node has left beside
+// nOthers active pods holding used, as the scheduler's noderesources.Fits
+// (fitsRequest). The order is pods, cpu, memory, ephemeral-storage, then
+// scalar resources by name; the kubelet reports only the first failure, so
+// the order decides the reason.
+func fits(pod *v1.Pod, nOthers int, used *resources, node *v1.Node) []*lifecycle.InsufficientResourceError {
+	var allocatable, want resources
 	allocatable.add(node.Status.Allocatable)
-	for _, other := range otherPods {
-		used.addResources(&other.requests)
-	}
 	want.add(podRequests(pod))
 
 	var out []*lifecycle.InsufficientResourceError
-	if int64(len(otherPods))+1 > allocatable.allowedPods {
+	if int64(nOthers)+1 > allocatable.allowedPods {
 		out = append(out, &lifecycle.InsufficientResourceError{
 			ResourceName: v1.ResourcePods, Requested: 1,
-			Used: int64(len(otherPods)), Capacity: allocatable.allowedPods,
+			Used: int64(nOthers), Capacity: allocatable.allowedPods,
 		})
 	}
 	if want.milliCPU == 0 && want.memory == 0 && want.ephemeralStorage == 0 && len(want.scalar) == 0 {

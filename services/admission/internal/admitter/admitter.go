@@ -72,8 +72,13 @@ type Admitter struct {
 	eviction EvictionManager
 	now      func() time.Time
 
-	mu     sync.Mutex
-	active []*v1.Pod
+	mu sync.Mutex
+	// active and admitted are the latest Admit call's active pods (the
+	// caller's slice, which Admit's contract keeps unchanged) and the
+	// pod it admitted, if any: ActivePods copies them when asked, rarely,
+	// rather than every admission copying a node's worth of pointers.
+	active   []*v1.Pod
+	admitted *v1.Pod
 }
 
 // New builds the handler chain in the kubelet's order. NewMainKubelet
@@ -120,7 +125,8 @@ func New(opts Options) (*Admitter, error) {
 }
 
 // Admit decides whether pod may run beside active, which must not include
-// pod itself. A rejection with Victims means: stop the victims
+// pod itself and must not change afterwards (it is kept for ActivePods;
+// appending to it is fine). A rejection with Victims means: stop the victims
 // (preemption.VictimReason, preemption.VictimMessage), then ask again.
 //
 // Before victims are handed out, the chain is run once more as if they were
@@ -146,12 +152,11 @@ func (a *Admitter) Admit(ctx context.Context, pod *v1.Pod, active []*v1.Pod) lif
 // recordActive remembers the pods sync last said were active, plus the pod
 // just admitted, for the eviction manager to rank.
 func (a *Admitter) recordActive(pod *v1.Pod, active []*v1.Pod, admitted bool) {
-	pods := slices.Clone(active)
-	if admitted {
-		pods = append(pods, pod)
+	if !admitted {
+		pod = nil
 	}
 	a.mu.Lock()
-	a.active = pods
+	a.active, a.admitted = active, pod
 	a.mu.Unlock()
 }
 
@@ -162,7 +167,12 @@ func (a *Admitter) recordActive(pod *v1.Pod, active []*v1.Pod, admitted bool) {
 func (a *Admitter) ActivePods() []*v1.Pod {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	return slices.Clone(a.active)
+	pods := make([]*v1.Pod, len(a.active), len(a.active)+1)
+	copy(pods, a.active)
+	if a.admitted != nil {
+		pods = append(pods, a.admitted)
+	}
+	return pods
 }
 
 // Node returns the node object with its pressure conditions: the eviction

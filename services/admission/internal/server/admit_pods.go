@@ -10,6 +10,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 
 	admissionv1 "github.com/splitlet/splitlet/proto/splitlet/admission/v1"
+	"github.com/splitlet/splitlet/services/admission/predicate"
 )
 
 // AdmitPods implements AdmissionServiceHandler: it admits the request's
@@ -34,6 +35,9 @@ func (s *Service) AdmitPods(ctx context.Context, req *connect.Request[admissionv
 	// Each pod's duration is its own decision; the first carries the
 	// decoding too, as one Admit would.
 	decided := start
+	// active only grows, in place (its capacity holds every pod), so
+	// each admission adds up only the pods admitted since the last.
+	ctx = predicate.WithActiveTotals(ctx, &predicate.ActiveTotals{})
 	for _, pod := range pods {
 		if err := ctx.Err(); err != nil {
 			return nil, toConnectError(err)
