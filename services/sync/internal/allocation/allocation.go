@@ -105,9 +105,12 @@ func (m *Manager) UpdatePodFromAllocation(pod *v1.Pod) (*v1.Pod, bool) {
 func updatePodFromAllocation(pod *v1.Pod, alloc map[string]v1.ResourceRequirements) (*v1.Pod, bool) {
 	updated := false
 	apply := func(list func(*v1.Pod) []v1.Container) {
-		for i, c := range list(pod) {
-			// Quantities compared as numbers, without reflection: every
-			// admission asks this of every active pod.
+		cs := list(pod)
+		for i := range cs {
+			// Quantities compared as numbers, without reflection, and
+			// the container not copied: every admission asks this of
+			// every active pod.
+			c := &cs[i]
 			a, ok := alloc[c.Name]
 			if !ok || container.SameResources(&c.Resources, &a) {
 				continue
