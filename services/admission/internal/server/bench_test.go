@@ -170,13 +170,6 @@ func BenchmarkAdmit1000(b *testing.B) {
 		}
 		return client
 	}
-	report := func(b *testing.B, cpu time.Duration, pods int, durations []time.Duration) {
-		b.ReportMetric(float64((processCPU()-cpu).Microseconds())/float64(pods), "cpu-µs/op")
-		slices.Sort(durations)
-		q := func(f float64) float64 { return float64(durations[int(f*float64(len(durations)-1))].Microseconds()) }
-		b.ReportMetric(q(0.5), "p50-µs/call")
-		b.ReportMetric(q(0.99), "p99-µs/call")
-	}
 
 	b.Run("sequential-full", func(b *testing.B) {
 		client := setup(b)
@@ -202,7 +195,7 @@ func BenchmarkAdmit1000(b *testing.B) {
 			}
 			i++
 		}
-		report(b, cpu, i, durations)
+		reportPerPod(b, cpu, i, durations)
 	})
 
 	b.Run("sequential-refs", func(b *testing.B) {
@@ -220,7 +213,7 @@ func BenchmarkAdmit1000(b *testing.B) {
 			}
 			i++
 		}
-		report(b, cpu, i, durations)
+		reportPerPod(b, cpu, i, durations)
 	})
 
 	b.Run(fmt.Sprintf("batch%d-refs", batch), func(b *testing.B) {
@@ -245,7 +238,7 @@ func BenchmarkAdmit1000(b *testing.B) {
 			pods += n
 		}
 		b.StopTimer()
-		report(b, cpu, pods, durations)
+		reportPerPod(b, cpu, pods, durations)
 	})
 }
 
@@ -350,11 +343,17 @@ func BenchmarkAdmitBurst(b *testing.B) {
 				pods += n
 			}
 			b.StopTimer()
-			b.ReportMetric(float64((processCPU()-cpu).Microseconds())/float64(pods), "cpu-µs/op")
-			slices.Sort(durations)
-			q := func(f float64) float64 { return float64(durations[int(f*float64(len(durations)-1))].Microseconds()) }
-			b.ReportMetric(q(0.5), "p50-µs/call")
-			b.ReportMetric(q(0.99), "p99-µs/call")
+			reportPerPod(b, cpu, pods, durations)
 		})
 	}
+}
+
+// reportPerPod reports the process's CPU since cpu per pod admitted, and
+// the p50 and p99 of the calls' durations.
+func reportPerPod(b *testing.B, cpu time.Duration, pods int, durations []time.Duration) {
+	b.ReportMetric(float64((processCPU()-cpu).Microseconds())/float64(pods), "cpu-µs/op")
+	slices.Sort(durations)
+	q := func(f float64) float64 { return float64(durations[int(f*float64(len(durations)-1))].Microseconds()) }
+	b.ReportMetric(q(0.5), "p50-µs/call")
+	b.ReportMetric(q(0.99), "p99-µs/call")
 }

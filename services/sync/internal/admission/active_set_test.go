@@ -170,19 +170,7 @@ func TestAdmitNamesTheActiveSet(t *testing.T) {
 		if reqs := svc.requestLog()[sentBefore:]; fmt.Sprint(reqs) != fmt.Sprint(step.wantRequests) {
 			t.Errorf("%s: requests %+v, want %+v", step.desc, reqs, step.wantRequests)
 		}
-		svc.mu.Lock()
-		var got []string
-		for _, p := range svc.gotActive {
-			got = append(got, p.Name)
-		}
-		svc.mu.Unlock()
-		var want []string
-		for _, p := range step.active {
-			want = append(want, p.Name)
-		}
-		if fmt.Sprint(got) != fmt.Sprint(want) {
-			t.Errorf("%s: server saw active %v, want %v", step.desc, got, want)
-		}
+		checkSawActive(t, svc, step.desc, step.active)
 	}
 	// AdmitPods names the same set the same way. (The call before named
 	// no active pods, so the client forgot b and a and sends them in full.)
@@ -245,19 +233,7 @@ func TestAdmitPodsSendsTheSetsChange(t *testing.T) {
 		if reqs := svc.requestLog()[sentBefore:]; fmt.Sprint(reqs) != fmt.Sprint(step.wantRequests) {
 			t.Errorf("%s: requests %+v, want %+v", step.desc, reqs, step.wantRequests)
 		}
-		svc.mu.Lock()
-		var seen []string
-		for _, p := range svc.gotActive {
-			seen = append(seen, p.Name)
-		}
-		svc.mu.Unlock()
-		var want []string
-		for _, p := range step.active {
-			want = append(want, p.Name)
-		}
-		if fmt.Sprint(seen) != fmt.Sprint(want) {
-			t.Errorf("%s: server saw active %v, want %v", step.desc, seen, want)
-		}
+		checkSawActive(t, svc, step.desc, step.active)
 	}
 }
 
@@ -387,4 +363,23 @@ func (s *slowBatch) AdmitPods(ctx context.Context, req *connect.Request[admissio
 		return nil, ctx.Err()
 	}
 	return s.fakeService.AdmitPods(ctx, req)
+}
+
+// checkSawActive checks that the last request's active set, as svc
+// resolved it, is want, by name and in order.
+func checkSawActive(t *testing.T, svc *fakeService, desc string, want []*v1.Pod) {
+	t.Helper()
+	svc.mu.Lock()
+	var seen []string
+	for _, p := range svc.gotActive {
+		seen = append(seen, p.Name)
+	}
+	svc.mu.Unlock()
+	var names []string
+	for _, p := range want {
+		names = append(names, p.Name)
+	}
+	if fmt.Sprint(seen) != fmt.Sprint(names) {
+		t.Errorf("%s: server saw active %v, want %v", desc, seen, names)
+	}
 }
