@@ -237,6 +237,31 @@ func TestAdmitPodsSendsTheSetsChange(t *testing.T) {
 	}
 }
 
+// TestAdmitPodsChangeToAnOlderServer: a server that keeps sets but
+// predates active_change sees a request naming an unknown set by digest,
+// and the client sends the references instead: one call more, the right
+// set.
+func TestAdmitPodsChangeToAnOlderServer(t *testing.T) {
+	svc := &fakeService{admit: admitAllResp, keepsSets: true, ignoresChanges: true}
+	c := New(serve(t, svc), Options{})
+	a, b, x, y := pod("a", "1Mi"), pod("b", "1Mi"), pod("x", ""), pod("y", "")
+	if _, err := c.AdmitPods(context.Background(), []*v1.Pod{x}, []*v1.Pod{a, b}); err != nil {
+		t.Fatal(err)
+	}
+	sentBefore := len(svc.requestLog())
+	if _, err := c.AdmitPods(context.Background(), []*v1.Pod{y}, []*v1.Pod{a, b, x}); err != nil {
+		t.Fatal(err)
+	}
+	want := []fakeRequest{
+		{rpc: "AdmitPods", pods: []string{"y"}, bySet: true, failed: true},
+		{rpc: "AdmitPods", pods: []string{"y"}, byRef: 3},
+	}
+	if reqs := svc.requestLog()[sentBefore:]; fmt.Sprint(reqs) != fmt.Sprint(want) {
+		t.Errorf("requests %+v, want %+v", reqs, want)
+	}
+	checkSawActive(t, svc, "after the fallback", []*v1.Pod{a, b, x})
+}
+
 func TestInactivePodsAreForgotten(t *testing.T) {
 	svc := &fakeService{admit: admitAllResp}
 	c := New(serve(t, svc), Options{})

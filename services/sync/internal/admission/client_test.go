@@ -45,6 +45,9 @@ type fakeService struct {
 	sets      map[string][]*v1.Pod
 	setRefs   map[string][]*admissionv1.ActivePod
 	keepsSets bool
+	// ignoresChanges makes it a server that predates active_change: it
+	// does not see the field.
+	ignoresChanges bool
 	// requests records each admit request: how many active pods came in
 	// full and how many by reference, and the pods it asked about.
 	requests []fakeRequest
@@ -101,6 +104,9 @@ func (f *fakeService) decode(rpc string, raws [][]byte, refs []*admissionv1.Acti
 	r := fakeRequest{rpc: rpc}
 	// base are the refs of the held set a change applies to, in order.
 	var base []*admissionv1.ActivePod
+	if f.ignoresChanges {
+		change = nil
+	}
 	for _, b := range raws {
 		p := &v1.Pod{}
 		if err := p.Unmarshal(b); err != nil {
