@@ -54,7 +54,7 @@ func main() {
 	flag.StringVar(&cfg.WorkDir, "workdir", "", "where per-run directories are made (default: $TMPDIR)")
 	flag.BoolVar(&cfg.Keep, "keep", false, "keep per-run directories and process logs (always kept for a run with errors)")
 	flag.StringVar(&out, "out", "results.json", "JSON results file")
-	flag.StringVar(&cfg.ProfileDir, "profile", "", "directory for CPU profiles of each process during each burst (<process>-<n>.pprof) and steady window (<process>-<n>-steady.pprof); runs them with --profiling")
+	flag.StringVar(&cfg.ProfileDir, "profile", "", "directory for CPU profiles of each process during each burst (<process>-<n>.pprof) and steady window (<process>-<n>-steady.pprof), and its heap after the window (<process>-<n>-heap.pprof); runs them with --profiling")
 	flag.IntVar(&cfg.ProfileSeconds, "profile-seconds", 10, "length of each burst profile")
 	nodeNet := flag.String("node-net", "private", "-runtime fake: private: run every process in new network and mount namespaces where the node has an address, a default route and a hostname that resolves (needs root; the harness re-executes itself); host: this machine's own network, as it is")
 	verbose := flag.Bool("v", false, "log progress to stderr")

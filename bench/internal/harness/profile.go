@@ -20,7 +20,8 @@ const defaultProfileSeconds = 10
 // startProfiles starts a CPU profile of every process serving pprof
 // (targets: name to base URL), secs long, written to
 // <name>-<label>.pprof, and returns a function that waits for them and
-// lists the files written. Failures are logged, not fatal: a profile is a
+// lists the files written; secs 0 takes a heap profile instead (the live
+// heap as of the last GC). Failures are logged, not fatal: a profile is a
 // diagnosis, not a figure.
 func startProfiles(ctx context.Context, cfg Config, label string, secs int, targets map[string]string) func() []string {
 	if cfg.ProfileDir == "" {
@@ -38,6 +39,9 @@ func startProfiles(ctx context.Context, cfg Config, label string, secs int, targ
 		go func() {
 			defer wg.Done()
 			url := fmt.Sprintf("%s/debug/pprof/profile?seconds=%d", base, secs)
+			if secs == 0 {
+				url = base + "/debug/pprof/heap"
+			}
 			if err := fetchProfile(ctx, url, path, time.Duration(secs+30)*time.Second); err != nil {
 				log.Warn("profile failed", zap.String("process", name), zap.Error(err))
 				return

@@ -53,19 +53,20 @@ func TestRunSmall(t *testing.T) {
 			t.Errorf("steady usage of %s = %+v (present %v), want a positive RSS", name, u, ok)
 		}
 	}
-	// A burst and a steady-window profile of each of the three processes.
+	// A burst and a steady-window CPU profile and a heap profile of each
+	// of the three processes.
 	written := map[string]bool{}
 	for _, p := range r.Profiles {
 		written[filepath.Base(p)] = true
 	}
 	for _, name := range []string{"gateway", "admission", "sync"} {
-		for _, f := range []string{name + "-5.pprof", name + "-5-steady.pprof"} {
+		for _, f := range []string{name + "-5.pprof", name + "-5-steady.pprof", name + "-5-heap.pprof"} {
 			if !written[f] {
 				t.Errorf("no %s among the profiles %v", f, r.Profiles)
 			}
 		}
 	}
-	if len(r.Profiles) != 6 {
-		t.Errorf("profiles %v, want a burst and a steady one for each of the three processes", r.Profiles)
+	if len(r.Profiles) != 9 {
+		t.Errorf("profiles %v, want a burst, a steady and a heap one for each of the three processes", r.Profiles)
 	}
 }

@@ -104,6 +104,8 @@ func runSplitlet(ctx context.Context, cfg Config, n int) (r Result) {
 		steadyProfiled := startProfiles(ctx, cfg, fmt.Sprintf("%d-steady", n), max(1, int(cfg.Steady.Seconds())-1), profileTargets(cfg, st))
 		r.Steady, err = sampleWindow(ctx, all, cfg.Steady, time.Second)
 		r.Profiles = append(r.Profiles, steadyProfiled()...)
+		// What each process holds for n pods.
+		r.Profiles = append(r.Profiles, startProfiles(ctx, cfg, fmt.Sprintf("%d-heap", n), 0, profileTargets(cfg, st))()...)
 		if err != nil {
 			r.fail(err)
 			return r
