@@ -76,7 +76,8 @@ FUZZ_TARGETS := \
 	services/admission/plugin:.:FuzzDecodeRequest \
 	services/admission/plugin:.:FuzzActiveSets \
 	services/admission/plugin:.:FuzzActiveSetWire \
-	gateway:./policy:FuzzCheck
+	gateway:./policy:FuzzCheck \
+	gateway:./server:FuzzRequiredFields
 # An execution count, not a duration: with a duration, Go 1.26's fuzz
 # coordinator can fail a run with a bare "context deadline exceeded" when a
 # worker is still busy at the deadline on a loaded machine (golang/go#75804,

@@ -13,7 +13,11 @@
 package backend
 
 import (
+	"context"
+
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/splitlet/splitlet/gateway/backend/passthrough"
 )
 
 // Runtime is a CRI runtime and image service the gateway can front.
@@ -22,4 +26,13 @@ type Runtime interface {
 	runtimeapi.ImageServiceServer
 	// Close releases the backend's connections and goroutines.
 	Close() error
+}
+
+// Forwarder is a Runtime that can also forward a unary call as bytes: req is
+// the request as the gateway's client encoded it, and reply is filled with the
+// runtime's encoded answer. The gateway's server forwards this way the calls
+// whose request it does not read (server.PassThrough), sparing a decode and an
+// encode of each message. Errors follow the Runtime contract.
+type Forwarder interface {
+	Forward(ctx context.Context, fullMethod string, req, reply *passthrough.Frame) error
 }

@@ -28,7 +28,7 @@ func (s *Server) unaryChain(ctx context.Context, req any, info *grpc.UnaryServer
 	// observe, outside error conversion so that it sees the final code.
 	m := s.method(info.FullMethod)
 	start := time.Now()
-	resp, err = s.checkedCall(logctx.With(ctx, m.log), req, info, handler)
+	resp, err = s.checkedCall(logctx.With(ctx, m.log), m, req, handler)
 	// error conversion: the one place errors become gRPC status.
 	if err != nil {
 		resp, err = nil, toStatus(err)
@@ -39,13 +39,13 @@ func (s *Server) unaryChain(ctx context.Context, req any, info *grpc.UnaryServer
 
 // checkedCall is the inner half of unaryChain: the default deadline, then
 // validation, then the policy, then the backend.
-func (s *Server) checkedCall(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+func (s *Server) checkedCall(ctx context.Context, m *method, req any, handler grpc.UnaryHandler) (any, error) {
 	if timeout, ok := s.defaultDeadline(ctx, req); ok {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, timeout)
 		defer cancel()
 	}
-	if err := validate(info.FullMethod, req); err != nil {
+	if err := m.validate(req); err != nil {
 		return nil, err
 	}
 	if err := s.checkPolicy(ctx, req); err != nil {

@@ -18,6 +18,9 @@ type method struct {
 	cri bool        // a CRI call, counted in the runtime operation metrics
 	log *zap.Logger // the server's logger naming the method
 
+	// required are the request's fields the validation step checks.
+	required requirements
+
 	// ok holds the collectors of the method's successful calls, made on its
 	// first success so that /metrics lists only methods that were called,
 	// as before the cache existed.
@@ -37,6 +40,8 @@ func (s *Server) newMethod(fullMethod string) *method {
 		op:  op,
 		cri: strings.HasPrefix(fullMethod, criMethodPrefix),
 		log: s.log.With(zap.String("method", op)),
+
+		required: requirementsOf(fullMethod),
 	}
 }
 

@@ -50,10 +50,16 @@ type harness struct {
 // client over the unix socket.
 func start(t *testing.T, cfg Config, rt backend.Runtime) *harness {
 	t.Helper()
+	return startWith(t, cfg, rt)
+}
+
+// startWith is start with options for New.
+func startWith(t *testing.T, cfg Config, rt backend.Runtime, opts ...Option) *harness {
+	t.Helper()
 	if cfg.SocketPath == "" {
 		cfg.SocketPath = filepath.Join(socketDir(t), "gw.sock")
 	}
-	srv, err := New(cfg, rt)
+	srv, err := New(cfg, rt, opts...)
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
@@ -159,8 +165,11 @@ func TestSocketFile(t *testing.T) {
 }
 
 func TestErrorsValidationAndPolicy(t *testing.T) {
-	rt := newTestRuntime()
-	h := start(t, Config{Policy: policy.DefaultConfig()}, rt)
+	backends(t, testErrorsValidationAndPolicy)
+}
+
+func testErrorsValidationAndPolicy(t *testing.T, rt *testRuntime, b backend.Runtime) {
+	h := start(t, Config{Policy: policy.DefaultConfig()}, b)
 	client := h.runtime()
 	ctx := context.Background()
 
@@ -324,27 +333,28 @@ func TestDefaultDeadline(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.desc, func(t *testing.T) {
-			rt := newTestRuntime()
-			h := start(t, Config{DefaultTimeout: tc.timeout}, rt)
-			ctx := context.Background()
-			if tc.callerDL > 0 {
-				var cancel context.CancelFunc
-				ctx, cancel = context.WithTimeout(ctx, tc.callerDL)
-				defer cancel()
-			}
-			if err := tc.call(ctx, h.runtime()); err != nil {
-				t.Fatal(err)
-			}
-			got := rt.deadline(tc.method)
-			if tc.wantMin < 0 {
-				if got >= 0 {
-					t.Fatalf("%s saw a deadline %v away, want none", tc.method, got)
+			backends(t, func(t *testing.T, rt *testRuntime, b backend.Runtime) {
+				h := start(t, Config{DefaultTimeout: tc.timeout}, b)
+				ctx := context.Background()
+				if tc.callerDL > 0 {
+					var cancel context.CancelFunc
+					ctx, cancel = context.WithTimeout(ctx, tc.callerDL)
+					defer cancel()
 				}
-				return
-			}
-			if got < tc.wantMin || got > tc.wantMax {
-				t.Fatalf("%s saw a deadline %v away, want between %v and %v", tc.method, got, tc.wantMin, tc.wantMax)
-			}
+				if err := tc.call(ctx, h.runtime()); err != nil {
+					t.Fatal(err)
+				}
+				got := rt.deadline(tc.method)
+				if tc.wantMin < 0 {
+					if got >= 0 {
+						t.Fatalf("%s saw a deadline %v away, want none", tc.method, got)
+					}
+					return
+				}
+				if got < tc.wantMin || got > tc.wantMax {
+					t.Fatalf("%s saw a deadline %v away, want between %v and %v", tc.method, got, tc.wantMin, tc.wantMax)
+				}
+			})
 		})
 	}
 

@@ -1,7 +1,9 @@
 // Package cri is the gateway backend that forwards every CRI call to a real
 // CRI endpoint, such as containerd's socket.
 //
-// Requests and replies pass through verbatim. The runtime's errors are
+// Requests and replies pass through verbatim; Forward (backend.Forwarder)
+// passes them as their encoded bytes, which the gateway's server does for the
+// calls it does not read (server/passthrough.go). The runtime's errors are
 // returned untouched (they are gRPC status errors, which the gateway's server
 // passes through), so a client of the gateway sees the runtime's own codes and
 // messages. Server streams (GetContainerEvents, Stream*) are copied message by
@@ -28,6 +30,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/splitlet/splitlet/gateway/backend"
+	"github.com/splitlet/splitlet/gateway/backend/passthrough"
 	"github.com/splitlet/splitlet/internal/criclient"
 )
 
@@ -70,7 +73,10 @@ type Runtime struct {
 	images  runtimeapi.ImageServiceClient
 }
 
-var _ backend.Runtime = (*Runtime)(nil)
+var (
+	_ backend.Runtime   = (*Runtime)(nil)
+	_ backend.Forwarder = (*Runtime)(nil)
+)
 
 // New connects to endpoint, a unix socket path or unix:// URL, and checks that
 // it answers CRI Version, as the kubelet's validateServiceConnection does. The
@@ -133,3 +139,12 @@ func dialTarget(endpoint string) (string, error) {
 
 // Close closes the connection to the runtime.
 func (r *Runtime) Close() error { return r.conn.Close() }
+
+// forwardCodec sends a passthrough.Frame's bytes as they are.
+var forwardCodec = grpc.ForceCodecV2(passthrough.Codec{})
+
+// Forward makes the call fullMethod to the runtime with req's bytes as its
+// request and puts the runtime's encoded reply in reply (backend.Forwarder).
+func (r *Runtime) Forward(ctx context.Context, fullMethod string, req, reply *passthrough.Frame) error {
+	return r.conn.Invoke(ctx, fullMethod, req, reply, forwardCodec)
+}

@@ -16,7 +16,10 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/splitlet/splitlet/gateway/backend/passthrough"
 )
 
 // upstream is a tiny CRI runtime standing in for containerd: known replies,
@@ -272,5 +275,48 @@ func TestNew(t *testing.T) {
 				t.Errorf("New(%q) = %v, want it to wrap %v", tc.endpoint, err, tc.wantErr)
 			}
 		})
+	}
+}
+
+func TestForward(t *testing.T) {
+	up := &upstream{}
+	dir, err := os.MkdirTemp("", "cri") // short: a socket path's limit is 108 bytes
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	upPath := serve(t, dir, "up.sock", func(gs *grpc.Server) {
+		runtimeapi.RegisterRuntimeServiceServer(gs, up)
+	})
+	rt, err := New(context.Background(), upPath, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Close()
+	ctx := context.Background()
+
+	req, err := proto.Marshal(&runtimeapi.VersionRequest{Version: "v1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var reply passthrough.Frame
+	if err := rt.Forward(ctx, "/runtime.v1.RuntimeService/Version", &passthrough.Frame{Bytes: req}, &reply); err != nil {
+		t.Fatal(err)
+	}
+	var got runtimeapi.VersionResponse
+	if err := proto.Unmarshal(reply.Bytes, &got); err != nil {
+		t.Fatalf("the forwarded reply does not decode: %v", err)
+	}
+	if got.GetRuntimeName() != "upstream" || got.GetRuntimeVersion() != "9.9.9" {
+		t.Errorf("forwarded Version = %v, want the upstream's reply", &got)
+	}
+
+	req, err = proto.Marshal(&runtimeapi.ContainerStatusRequest{ContainerId: "abc"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = rt.Forward(ctx, "/runtime.v1.RuntimeService/ContainerStatus", &passthrough.Frame{Bytes: req}, &reply)
+	if st, _ := status.FromError(err); st.Code() != codes.NotFound || !strings.Contains(st.Message(), `"abc"`) {
+		t.Errorf("forwarded ContainerStatus = %v, want the upstream's NotFound naming the ID it decoded", err)
 	}
 }
