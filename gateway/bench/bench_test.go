@@ -2,6 +2,7 @@ package bench
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -10,6 +11,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -21,6 +24,7 @@ import (
 	"github.com/splitlet/splitlet/gateway/backend"
 	"github.com/splitlet/splitlet/gateway/backend/cri"
 	"github.com/splitlet/splitlet/gateway/backend/fake"
+	"github.com/splitlet/splitlet/gateway/backend/passthrough"
 	"github.com/splitlet/splitlet/gateway/policy"
 	"github.com/splitlet/splitlet/gateway/server"
 	"github.com/splitlet/splitlet/internal/procmain"
@@ -181,10 +185,18 @@ func BenchmarkListContainers100(b *testing.B) {
 //	                 binary re-executed, see TestMain), as in production,
 //	                 where its goroutines do not share a Go runtime with
 //	                 the client's
+//	gateway-process-decoded
+//	                 the same, but the gateway decodes and re-encodes every
+//	                 call (server.WithEveryCallDecoded) rather than
+//	                 forwarding its bytes: what forwarding as bytes saves
 //
-// The in-process gateway also reports backend-p50-ns, the median of its cri
+// The gateway processes report gateway-cpu-µs/op, their CPU per call. The
+// in-process gateway also reports backend-p50-ns, the median of its cri
 // backend's call to containerd: p50-ns minus it is the gateway's own hop.
-// Version and ListPodSandbox need no fixture in containerd.
+// Version and ListPodSandbox need no fixture in containerd; with
+// SPLITLET_BENCH_CONTAINERD_SANDBOXES=N, N sandboxes are run first
+// (containerdSandboxes), ListPodSandbox lists them, and PodSandboxStatus of
+// one is measured too.
 func BenchmarkContainerd(b *testing.B) {
 	endpoint := os.Getenv("SPLITLET_CONTAINERD_ENDPOINT")
 	if endpoint == "" {
@@ -203,14 +215,18 @@ func BenchmarkContainerd(b *testing.B) {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { conn.Close() })
+	gw, gwPid := gatewayProcess(b, endpoint, false)
+	decoding, decodingPid := gatewayProcess(b, endpoint, true)
 	clients := []struct {
 		name  string
 		c     runtimeapi.RuntimeServiceClient
 		timed *timedRuntime // the backend calls to report, or nil
+		pid   int           // the gateway process, whose CPU to report, or 0
 	}{
-		{"direct", runtimeapi.NewRuntimeServiceClient(conn), nil},
-		{"gateway", gatewayServer(b, timed), timed},
-		{"gateway-process", gatewayProcess(b, endpoint), nil},
+		{"direct", runtimeapi.NewRuntimeServiceClient(conn), nil, 0},
+		{"gateway", gatewayServer(b, timed), timed, 0},
+		{"gateway-process", gw, nil, gwPid},
+		{"gateway-process-decoded", decoding, nil, decodingPid},
 	}
 	calls := []struct {
 		name string
@@ -225,6 +241,15 @@ func BenchmarkContainerd(b *testing.B) {
 			return err
 		}},
 	}
+	if ids := containerdSandboxes(b, runtimeapi.NewRuntimeServiceClient(conn)); len(ids) > 0 {
+		calls = append(calls, struct {
+			name string
+			call func(runtimeapi.RuntimeServiceClient) error
+		}{"PodSandboxStatus", func(c runtimeapi.RuntimeServiceClient) error {
+			_, err := c.PodSandboxStatus(ctx, &runtimeapi.PodSandboxStatusRequest{PodSandboxId: ids[0]})
+			return err
+		}})
+	}
 	// Each call runs against every client in turn, so the three figures of a
 	// call are taken close together under the same machine load.
 	for _, call := range calls {
@@ -233,31 +258,34 @@ func BenchmarkContainerd(b *testing.B) {
 				if cl.timed != nil {
 					cl.timed.reset()
 				}
+				var cpu0 time.Duration
+				if cl.pid != 0 {
+					cpu0 = processCPU(b, cl.pid)
+				}
 				Measure(b, func() error { return call.call(cl.c) })
 				if cl.timed != nil {
 					cl.timed.report(b)
+				}
+				if cl.pid != 0 {
+					cpu := processCPU(b, cl.pid) - cpu0
+					b.ReportMetric(float64(cpu.Microseconds())/float64(b.N), "gateway-cpu-µs/op")
 				}
 			})
 		}
 	}
 }
 
-// timedRuntime is the cri backend with the duration of its Version and
-// ListPodSandbox calls to the runtime recorded.
+// timedRuntime is the cri backend with the duration of the calls it
+// forwards as bytes (all of BenchmarkContainerd's) recorded.
 type timedRuntime struct {
 	*cri.Runtime
 	mu  sync.Mutex
 	lat Latencies
 }
 
-func (t *timedRuntime) Version(ctx context.Context, req *runtimeapi.VersionRequest) (*runtimeapi.VersionResponse, error) {
+func (t *timedRuntime) Forward(ctx context.Context, fullMethod string, req, reply *passthrough.Frame) error {
 	defer t.record(time.Now())
-	return t.Runtime.Version(ctx, req)
-}
-
-func (t *timedRuntime) ListPodSandbox(ctx context.Context, req *runtimeapi.ListPodSandboxRequest) (*runtimeapi.ListPodSandboxResponse, error) {
-	defer t.record(time.Now())
-	return t.Runtime.ListPodSandbox(ctx, req)
+	return t.Runtime.Forward(ctx, fullMethod, req, reply)
 }
 
 func (t *timedRuntime) record(start time.Time) {
@@ -290,7 +318,46 @@ func (t *timedRuntime) report(b *testing.B) {
 const (
 	childEndpointEnv = "SPLITLET_BENCH_GATEWAY_ENDPOINT"
 	childSocketEnv   = "SPLITLET_BENCH_GATEWAY_SOCKET"
+	// childDecodeAllEnv set, the child decodes every call
+	// (server.WithEveryCallDecoded), as the gateway did before forwarding
+	// calls as bytes.
+	childDecodeAllEnv = "SPLITLET_BENCH_GATEWAY_DECODE_ALL"
 )
+
+// containerdSandboxes runs SPLITLET_BENCH_CONTAINERD_SANDBOXES (default
+// none) host-network sandboxes in containerd, so that ListPodSandbox answers
+// with that many and PodSandboxStatus has one to describe, and returns their
+// IDs; cleanup stops and removes them. Each costs a pause container, so the
+// runtime needs its pause image (hack/bench.sh imports it).
+func containerdSandboxes(b *testing.B, rt runtimeapi.RuntimeServiceClient) []string {
+	b.Helper()
+	n, err := strconv.Atoi(cmp.Or(os.Getenv("SPLITLET_BENCH_CONTAINERD_SANDBOXES"), "0"))
+	if err != nil {
+		b.Fatalf("SPLITLET_BENCH_CONTAINERD_SANDBOXES: %v", err)
+	}
+	ctx := context.Background()
+	ids := make([]string, 0, n)
+	b.Cleanup(func() {
+		for _, id := range ids {
+			rt.StopPodSandbox(ctx, &runtimeapi.StopPodSandboxRequest{PodSandboxId: id})
+			rt.RemovePodSandbox(ctx, &runtimeapi.RemovePodSandboxRequest{PodSandboxId: id})
+		}
+	})
+	for i := range n {
+		name := fmt.Sprintf("bench-%d", i)
+		resp, err := rt.RunPodSandbox(ctx, &runtimeapi.RunPodSandboxRequest{Config: &runtimeapi.PodSandboxConfig{
+			Metadata: &runtimeapi.PodSandboxMetadata{Name: name, Namespace: "bench", Uid: "uid-" + name},
+			Labels:   map[string]string{"io.kubernetes.pod.name": name, "io.kubernetes.pod.namespace": "bench"},
+			Linux: &runtimeapi.LinuxPodSandboxConfig{SecurityContext: &runtimeapi.LinuxSandboxSecurityContext{
+				NamespaceOptions: &runtimeapi.NamespaceOption{Network: runtimeapi.NamespaceMode_NODE}}},
+		}})
+		if err != nil {
+			b.Fatalf("sandbox %d of %d: %v", i+1, n, err)
+		}
+		ids = append(ids, resp.GetPodSandboxId())
+	}
+	return ids
+}
 
 // TestMain runs a gateway with the cri backend instead of the tests when the
 // binary was re-executed by gatewayProcess, and a bare server when by
@@ -326,11 +393,15 @@ func runGatewayChild(endpoint, socket string) error {
 		return err
 	}
 	defer rt.Close()
+	var opts []server.Option
+	if os.Getenv(childDecodeAllEnv) != "" {
+		opts = append(opts, server.WithEveryCallDecoded())
+	}
 	srv, err := server.New(server.Config{
 		SocketPath:     socket,
 		DefaultTimeout: server.DefaultRequestTimeout,
 		Policy:         policy.DefaultConfig(),
-	}, rt)
+	}, rt, opts...)
 	if err != nil {
 		return err
 	}
@@ -343,11 +414,14 @@ func runGatewayChild(endpoint, socket string) error {
 }
 
 // gatewayProcess starts the gateway in front of endpoint as a child process
-// and returns a client of its socket.
-func gatewayProcess(b *testing.B, endpoint string) client {
+// and returns a client of its socket and the child's pid.
+func gatewayProcess(b *testing.B, endpoint string, decodeAll bool) (client, int) {
 	b.Helper()
 	path := socketPath(b)
 	env := []string{childEndpointEnv + "=" + endpoint, childSocketEnv + "=" + path}
+	if decodeAll {
+		env = append(env, childDecodeAllEnv+"=1")
+	}
 	// SPLITLET_BENCH_GATEWAY_GOMAXPROCS and _GOGC tune the child's Go
 	// runtime alone (over server.Process's defaults), to compare settings
 	// for the gateway process without changing the client's.
@@ -356,8 +430,8 @@ func gatewayProcess(b *testing.B, endpoint string) client {
 			env = append(env, v+"="+val)
 		}
 	}
-	startChild(b, "gateway child", env...)
-	return dial(b, path)
+	pid := startChild(b, "gateway child", env...)
+	return dial(b, path), pid
 }
 
 // startChild re-executes this test binary with env added, as a child that
@@ -426,4 +500,21 @@ func seq(n int) []time.Duration {
 		s[i] = time.Duration(i + 1)
 	}
 	return s
+}
+
+// processCPU is the user and system CPU process pid has used, from
+// /proc/PID/stat in clock ticks (USER_HZ, 100 on Linux).
+func processCPU(b *testing.B, pid int) time.Duration {
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		b.Fatal(err)
+	}
+	// The command name, field 2, is in parentheses and may hold spaces;
+	// utime and stime are the 12th and 13th fields after it.
+	fields := strings.Fields(string(raw[strings.LastIndexByte(string(raw), ')')+1:]))
+	var utime, stime int64
+	if _, err := fmt.Sscan(fields[11]+" "+fields[12], &utime, &stime); err != nil {
+		b.Fatalf("/proc/%d/stat: %v", pid, err)
+	}
+	return time.Duration(utime+stime) * (time.Second / 100)
 }

@@ -9,7 +9,6 @@ import (
 	"net"
 	"os"
 	"runtime"
-	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -144,21 +143,4 @@ func selfCPU(b *testing.B) time.Duration {
 		b.Fatal(err)
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
-// processCPU is the user and system CPU process pid has used, from
-// /proc/PID/stat in clock ticks (USER_HZ, 100 on Linux).
-func processCPU(b *testing.B, pid int) time.Duration {
-	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		b.Fatal(err)
-	}
-	// The command name, field 2, is in parentheses and may hold spaces;
-	// utime and stime are the 12th and 13th fields after it.
-	fields := strings.Fields(string(raw[strings.LastIndexByte(string(raw), ')')+1:]))
-	var utime, stime int64
-	if _, err := fmt.Sscan(fields[11]+" "+fields[12], &utime, &stime); err != nil {
-		b.Fatalf("/proc/%d/stat: %v", pid, err)
-	}
-	return time.Duration(utime+stime) * (time.Second / 100)
 }
