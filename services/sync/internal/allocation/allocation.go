@@ -102,6 +102,23 @@ func (m *Manager) UpdatePodFromAllocation(pod *v1.Pod) (*v1.Pod, bool) {
 	return updatePodFromAllocation(pod, alloc)
 }
 
+// UpdatePodsFromAllocation replaces each pod of pods in place with
+// UpdatePodFromAllocation's answer for it, looking the allocations up under
+// one lock (admission asks it of every active pod for every batch).
+func (m *Manager) UpdatePodsFromAllocation(pods []*v1.Pod) {
+	allocs := make([]map[string]v1.ResourceRequirements, len(pods))
+	m.mu.Lock()
+	for i, pod := range pods {
+		allocs[i] = m.st.Allocated[pod.UID]
+	}
+	m.mu.Unlock()
+	for i, pod := range pods {
+		if allocs[i] != nil {
+			pods[i], _ = updatePodFromAllocation(pod, allocs[i])
+		}
+	}
+}
+
 func updatePodFromAllocation(pod *v1.Pod, alloc map[string]v1.ResourceRequirements) (*v1.Pod, bool) {
 	updated := false
 	apply := func(list func(*v1.Pod) []v1.Container) {

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -274,5 +275,40 @@ func BenchmarkUpdatePodFromAllocation(b *testing.B) {
 		if got, updated := m.UpdatePodFromAllocation(pod); updated || got != pod {
 			b.Fatal("the pod was copied though its allocation is its spec")
 		}
+	}
+}
+
+// TestUpdatePodsFromAllocation: the batch answers what
+// UpdatePodFromAllocation answers pod by pod, in place.
+func TestUpdatePodsFromAllocation(t *testing.T) {
+	m, err := New(filepath.Join(t.TempDir(), "allocated-pods.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	same := testPod("1111", requests("1", "1Gi"))
+	granted := testPod("2222", requests("1", "1Gi"))
+	for _, p := range []*v1.Pod{same, granted} {
+		if _, err := m.AddPod(p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	asked := testPod("2222", requests("2", "1Gi")) // a resize not granted
+	unknown := testPod("3333", requests("1", "1Gi"))
+	pods := []*v1.Pod{same, asked, unknown}
+	want := make([]*v1.Pod, len(pods))
+	for i, p := range pods {
+		want[i], _ = m.UpdatePodFromAllocation(p)
+	}
+	m.UpdatePodsFromAllocation(pods)
+	for i, p := range pods {
+		if p != want[i] && !apiequality.Semantic.DeepEqual(p, want[i]) {
+			t.Errorf("pod %d = %v, want %v", i, p.Spec.Containers[0].Resources, want[i].Spec.Containers[0].Resources)
+		}
+	}
+	if pods[0] != same || pods[2] != unknown {
+		t.Error("a pod whose allocation matches, or with none, was replaced")
+	}
+	if cpu := pods[1].Spec.Containers[0].Resources.Requests.Cpu().String(); cpu != "1" || asked.Spec.Containers[0].Resources.Requests.Cpu().String() != "2" {
+		t.Errorf("the resized pod's cpu = %s (its spec's left %s), want the allocation's 1 on a copy", cpu, asked.Spec.Containers[0].Resources.Requests.Cpu())
 	}
 }

@@ -133,6 +133,19 @@ func (m *Manager) GetPods() []*v1.Pod {
 	return slices.Clone(m.sorted)
 }
 
+// GetPodsAndPhases returns GetPods and, at the same index, each pod's
+// GetPodPhase ("" for a pod with no status yet), under one lock: admission
+// asks for both of every pod for every batch.
+func (m *Manager) GetPodsAndPhases() ([]*v1.Pod, []v1.PodPhase) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	phases := make([]v1.PodPhase, len(m.sorted))
+	for i, p := range m.sorted {
+		phases[i] = m.statuses[p.UID].Phase
+	}
+	return slices.Clone(m.sorted), phases
+}
+
 // unsortLocked takes pod, as recorded, out of m.sorted.
 func (m *Manager) unsortLocked(pod *v1.Pod) {
 	if i, found := slices.BinarySearchFunc(m.sorted, pod, podOrder); found {

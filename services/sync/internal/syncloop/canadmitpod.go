@@ -13,6 +13,7 @@ import (
 	"github.com/splitlet/splitlet/internal/logctx"
 	"github.com/splitlet/splitlet/services/sync/internal/nodefeatures"
 	"github.com/splitlet/splitlet/services/sync/internal/sysctl"
+	"github.com/splitlet/splitlet/services/sync/internal/worker"
 )
 
 // admitOutcome is what canAdmitPod decided.
@@ -183,13 +184,27 @@ func (k *Kubelet) rejectLocally(ctx context.Context, pods []*v1.Pod) []*v1.Pod {
 // allocated resources (the kubelet's getAllocatedPods), not those of a
 // resize not granted. except (when not nil) and the pods in gone (victims
 // just preempted) are left out.
+//
+// It asks the pod manager, the workers, the admission records and the
+// allocations once each for all pods, not once per pod: a burst's every
+// batch asks this of every pod of the node, and at 5000 pods the per-pod
+// locks were 5% of sync's CPU (BENCHMARKS.md, nineteenth session).
 func (k *Kubelet) activePods(except *v1.Pod, gone map[types.UID]bool) []*v1.Pod {
-	var active []*v1.Pod
-	for _, p := range k.podManager.GetPods() {
-		if (except != nil && p.UID == except.UID) || gone[p.UID] || k.isPodInactive(p) {
+	pods, phases := k.podManager.GetPodsAndPhases()
+	lifecycles := k.workers.Lifecycles(pods)
+	active := pods[:0]
+	k.mu.Lock()
+	for i, p := range pods {
+		if (except != nil && p.UID == except.UID) || gone[p.UID] ||
+			inactive(lifecycles[i], phases[i], k.rejected[p.UID] || k.pendingAdmission[p.UID]) {
 			continue
 		}
-		active = append(active, k.allocatedPod(p))
+		active = append(active, p)
+	}
+	k.mu.Unlock()
+	k.alloc.UpdatePodsFromAllocation(active)
+	if len(active) == 0 {
+		return nil
 	}
 	return active
 }
@@ -199,17 +214,19 @@ func (k *Kubelet) activePods(except *v1.Pod, gone map[types.UID]bool) []*v1.Pod 
 // unless still terminating (a terminating pod holds its resources until
 // its containers stop).
 func (k *Kubelet) isPodInactive(p *v1.Pod) bool {
-	if !k.workers.IsKnown(p.UID) || k.workers.IsPodKnownTerminated(p.UID) {
-		return true
-	}
 	k.mu.Lock()
 	notAdmitted := k.rejected[p.UID] || k.pendingAdmission[p.UID]
 	k.mu.Unlock()
-	if notAdmitted {
-		return true
-	}
-	phase, ok := k.podManager.GetPodPhase(p.UID)
-	return ok && isTerminalPhase(phase) && !k.workers.IsPodTerminationRequested(p.UID)
+	phase, _ := k.podManager.GetPodPhase(p.UID)
+	return inactive(k.workers.Lifecycles([]*v1.Pod{p})[0], phase, notAdmitted)
+}
+
+// inactive is isPodInactive's rule over what it looked up: the pod's
+// workers' lifecycle, its recorded phase ("" before its first status) and
+// whether admission refused it or has not decided.
+func inactive(lc worker.Lifecycle, phase v1.PodPhase, notAdmitted bool) bool {
+	return !lc.Known || lc.KnownTerminated || notAdmitted ||
+		(isTerminalPhase(phase) && !lc.TerminationRequested)
 }
 
 // GetActivePods returns the pods admission counts and the pod-resources

@@ -68,7 +68,7 @@ type admitHarness struct {
 	ad *fakeAdmitter
 }
 
-func newAdmitHarness(t *testing.T, policy FailurePolicy) *admitHarness {
+func newAdmitHarness(t testing.TB, policy FailurePolicy) *admitHarness {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
@@ -685,6 +685,12 @@ func TestGetActivePods(t *testing.T) {
 	if !slices.Equal(names, []string{"web"}) {
 		t.Errorf("GetActivePods = %v, want [web]", names)
 	}
+	// The batch (activePods) and the one-pod rule (isPodInactive) agree.
+	for _, p := range h.pm.GetPods() {
+		if listed, inactive := slices.Contains(names, p.Name), h.k.isPodInactive(p); listed == inactive {
+			t.Errorf("pod %s: listed active %v, isPodInactive %v", p.Name, listed, inactive)
+		}
+	}
 	for _, tc := range []struct {
 		desc, name string
 		want       bool
@@ -698,6 +704,29 @@ func TestGetActivePods(t *testing.T) {
 			p, ok := h.k.GetActivePodByName("default", tc.name)
 			if ok != tc.want || (ok && p.Name != tc.name) {
 				t.Errorf("GetActivePodByName(default, %s) = %v, %v; want found %v", tc.name, p, ok, tc.want)
+			}
+		})
+	}
+}
+
+// BenchmarkActivePods is what each admission (each AdmitPods batch) pays
+// to find the active pods of a node holding n admitted, running pods: the
+// kubelet's filterOutInactivePods walks them all.
+func BenchmarkActivePods(b *testing.B) {
+	for _, n := range []int{110, 5000} {
+		b.Run(fmt.Sprintf("pods=%d", n), func(b *testing.B) {
+			h := newAdmitHarness(b, FailurePolicyFail)
+			pods := make([]*v1.Pod, n)
+			for i := range pods {
+				pods[i] = testPod(fmt.Sprintf("p%05d", i), i%60)
+			}
+			h.k.HandlePodAdditions(context.Background(), pods)
+			if got := len(h.k.activePods(nil, nil)); got != n {
+				b.Fatalf("%d active pods, want %d", got, n)
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				h.k.activePods(nil, nil)
 			}
 		})
 	}

@@ -244,6 +244,27 @@ func (p *PodWorkers) IsPodKnownTerminated(uid types.UID) bool {
 	return ok && !s.terminatedAt.IsZero()
 }
 
+// Lifecycle is what the workers know of one pod: IsKnown,
+// IsPodTerminationRequested and IsPodKnownTerminated at one moment.
+type Lifecycle struct {
+	Known, TerminationRequested, KnownTerminated bool
+}
+
+// Lifecycles returns each pod's Lifecycle, under one lock: a filter over
+// every pod of the node (the active pods each admission asks for) would
+// otherwise take the lock three times per pod.
+func (p *PodWorkers) Lifecycles(pods []*v1.Pod) []Lifecycle {
+	out := make([]Lifecycle, len(pods))
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for i, pod := range pods {
+		if s, ok := p.statuses[pod.UID]; ok {
+			out[i] = Lifecycle{Known: true, TerminationRequested: !s.terminatingAt.IsZero(), KnownTerminated: !s.terminatedAt.IsZero()}
+		}
+	}
+	return out
+}
+
 // IsKnown reports whether the pod has a worker (running or finished).
 func (p *PodWorkers) IsKnown(uid types.UID) bool {
 	p.mu.Lock()
