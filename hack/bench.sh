@@ -3,6 +3,9 @@
 # Figures worth keeping go to BENCHMARKS.md with that command.
 #   BENCH_CONTAINERD=0   skip the containerd comparisons (they need root)
 #   BENCH_COUNT=N        repetitions of each Go benchmark (default 3)
+#   BENCH_CONTAINERD_SANDBOXES=N
+#                        sandboxes run in containerd before BenchmarkContainerd,
+#                        for ListPodSandbox to list (default 30)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 count=${BENCH_COUNT:-3}
@@ -43,6 +46,7 @@ elif [ "${BENCH_CONTAINERD:-1}" != 0 ]; then
   containerd_import "$work/images/pause.tar" "$work/images/busybox.tar" 2>/dev/null
   echo "== gateway: added latency in front of containerd $(containerd --version | awk '{print $3}')"
   SPLITLET_CONTAINERD_ENDPOINT="unix://$CONTAINERD_SOCK" \
+    SPLITLET_BENCH_CONTAINERD_SANDBOXES="${BENCH_CONTAINERD_SANDBOXES:-30}" \
     run go test -run '^$' -bench Containerd -benchtime 5000x -count "$count" ./bench/
 
   echo "== streams through the gateway's proxy vs straight to containerd's streaming server (and the fake's)"
