@@ -162,6 +162,13 @@ func podRunsAndGoes(t *testing.T, s *composeStack) {
 		if err != nil {
 			return false, err.Error()
 		}
+		if p.Status.Phase == "Failed" {
+			// Terminal: say why now rather than wait out the timeout. A
+			// pod Evicted for DiskPressure means this machine's disk has
+			// less free than the eviction manager's default hard
+			// threshold (imagefs.available 15%, the kubelet's).
+			t.Fatalf("pod %s failed: %s: %s", podName, p.Status.Reason, p.Status.Message)
+		}
 		return p.Status.Phase == "Running", "phase " + p.Status.Phase
 	})
 	t.Logf("pod %s is Running", podName)
@@ -234,7 +241,9 @@ type pod struct {
 		UID string `json:"uid"`
 	} `json:"metadata"`
 	Status struct {
-		Phase string `json:"phase"`
+		Phase   string `json:"phase"`
+		Reason  string `json:"reason"`
+		Message string `json:"message"`
 	} `json:"status"`
 }
 
