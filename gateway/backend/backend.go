@@ -31,8 +31,9 @@ type Runtime interface {
 // Forwarder is a Runtime that can also forward a unary call as bytes: req is
 // the request as the gateway's client encoded it, and reply is filled with the
 // runtime's encoded answer. The gateway's server forwards this way the calls
-// whose request it does not read (server.PassThrough), sparing a decode and an
-// encode of each message. Errors follow the Runtime contract.
+// whose request it does not read (all but server/passthrough.go's
+// decodedMethods), sparing a decode and an encode of each message. Errors
+// follow the Runtime contract.
 type Forwarder interface {
 	Forward(ctx context.Context, fullMethod string, req, reply *passthrough.Frame) error
 }

@@ -111,12 +111,11 @@ func TestForwardedAsBytes(t *testing.T) {
 	}
 	for _, decodeAll := range []bool{false, true} {
 		f := &forwardingRuntime{testRuntime: newTestRuntime()}
-		var h *harness
+		var opts []Option
 		if decodeAll {
-			h = startWith(t, Config{}, f, WithEveryCallDecoded())
-		} else {
-			h = start(t, Config{}, f)
+			opts = append(opts, WithEveryCallDecoded())
 		}
+		h := start(t, Config{}, f, opts...)
 		rc, ic := h.runtime(), runtimeapi.NewImageServiceClient(h.conn)
 		for _, c := range calls {
 			err := c.call(rc, ic)

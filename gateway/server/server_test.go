@@ -46,15 +46,9 @@ type harness struct {
 	done   chan error // Serve's result
 }
 
-// start serves rt with cfg (SocketPath filled in when empty) and connects a
-// client over the unix socket.
-func start(t *testing.T, cfg Config, rt backend.Runtime) *harness {
-	t.Helper()
-	return startWith(t, cfg, rt)
-}
-
-// startWith is start with options for New.
-func startWith(t *testing.T, cfg Config, rt backend.Runtime, opts ...Option) *harness {
+// start serves rt with cfg (SocketPath filled in when empty) and opts, and
+// connects a client over the unix socket.
+func start(t *testing.T, cfg Config, rt backend.Runtime, opts ...Option) *harness {
 	t.Helper()
 	if cfg.SocketPath == "" {
 		cfg.SocketPath = filepath.Join(socketDir(t), "gw.sock")

@@ -186,9 +186,11 @@ func (k *Kubelet) rejectLocally(ctx context.Context, pods []*v1.Pod) []*v1.Pod {
 // just preempted) are left out.
 //
 // It asks the pod manager, the workers, the admission records and the
-// allocations once each for all pods, not once per pod: a burst's every
-// batch asks this of every pod of the node, and at 5000 pods the per-pod
-// locks were 5% of sync's CPU (BENCHMARKS.md, nineteenth session).
+// allocations once each for all pods, under one lock each, rather than
+// taking six locks per pod: every batch of a burst asks this of every pod
+// of the node. That halves BenchmarkActivePods; in a 5000-pod burst the
+// walk costs about as much as before, since reaching each pod's records
+// is the cost there (BENCHMARKS.md, nineteenth session).
 func (k *Kubelet) activePods(except *v1.Pod, gone map[types.UID]bool) []*v1.Pod {
 	pods, phases := k.podManager.GetPodsAndPhases()
 	lifecycles := k.workers.Lifecycles(pods)
