@@ -27,7 +27,9 @@ const BallastBytes = 16 << 20
 var ballast []byte
 
 // Apply allocates the ballast unless GOGC is set: whoever sets it chose
-// the collector's pace, and gets exactly that.
+// the collector's pace, and gets exactly that. Call it early, before the
+// process has freed much: memory a collection freed may be handed to the
+// ballast, and reused memory is zeroed, which makes its pages resident.
 func Apply() {
 	if _, ok := os.LookupEnv("GOGC"); ok {
 		return
