@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -206,5 +207,41 @@ func TestOSFSMkdirAllExact(t *testing.T) {
 				t.Errorf("mode %v, want %v", got, tc.want)
 			}
 		})
+	}
+}
+
+// BenchmarkPodDirectories makes the five directories a pod start makes (its
+// log directory and its container's, pods/<uid> and, under it, the
+// termination message's containers/<name>), one pod per iteration, under
+// $SPLITLET_BENCH_DIR or the test's temporary directory: what they cost
+// depends on that filesystem (BENCHMARKS.md, twentieth session).
+func BenchmarkPodDirectories(b *testing.B) {
+	root := b.TempDir()
+	if dir := os.Getenv("SPLITLET_BENCH_DIR"); dir != "" {
+		var err error
+		if root, err = os.MkdirTemp(dir, "bench-pod-dirs-"); err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { os.RemoveAll(root) })
+	}
+	for _, dir := range []string{"logs", "pods"} {
+		if err := os.Mkdir(filepath.Join(root, dir), 0o755); err != nil {
+			b.Fatal(err)
+		}
+	}
+	i := 0
+	for b.Loop() {
+		uid := "ns_pod-" + strconv.Itoa(i) + "_0b7f5c3e-8d1a-4c7e-9f6b-2a5d4e3c1b0a"
+		i++
+		for _, dir := range []string{
+			filepath.Join(root, "logs", uid),
+			filepath.Join(root, "logs", uid, "app"),
+			filepath.Join(root, "pods", uid),
+			filepath.Join(root, "pods", uid, "containers", "app"),
+		} {
+			if err := mkdirAll(dir, 0o755); err != nil {
+				b.Fatal(err)
+			}
+		}
 	}
 }
