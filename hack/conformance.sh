@@ -63,12 +63,17 @@ registry=${CONFORMANCE_REGISTRY:-127.0.0.1:5000}
 # allowPrivilegeEscalation specs (NodeConformance), and the six in-place
 # resize specs and the image volume pulled Always ([Conformance]), and the
 # sidecars' lifecycle hooks (a sidecar past the last regular container once
-# panicked sync; only the full run saw it).
-ci_focus='(\[sig-node\] (Pods |InitContainer|Probing container|Container Lifecycle Hook|Downward API |Container Runtime |KubeletManagedEtcHosts|Override hostname of Pod|Security Context when creating containers with AllowPrivilegeEscalation)|\[sig-storage\] (ConfigMap|Secrets|Downward API volume|Projected |EmptyDir )).*\[NodeConformance\]|\[sig-node\] (Pod InPlace Resize Container|ImageVolume) .*\[Conformance\]|\[NodeConformance\] \[FeatureGate:SidecarContainers\] Restartable Init Container Lifecycle Hook'
+# panicked sync; only the full run saw it). Both also run the RuntimeClass
+# spec of a handler the runtime lacks ([Feature:RuntimeHandler], not
+# NodeConformance: it needs a runtime without that handler, as both sides'
+# containerd is): a node that ran the pod under its default handler instead
+# fails it.
+runtimeclass_focus='\[sig-node\] RuntimeClass should reject a Pod requesting a RuntimeClass with an unconfigured handler'
+ci_focus='(\[sig-node\] (Pods |InitContainer|Probing container|Container Lifecycle Hook|Downward API |Container Runtime |KubeletManagedEtcHosts|Override hostname of Pod|Security Context when creating containers with AllowPrivilegeEscalation)|\[sig-storage\] (ConfigMap|Secrets|Downward API volume|Projected |EmptyDir )).*\[NodeConformance\]|\[sig-node\] (Pod InPlace Resize Container|ImageVolume) .*\[Conformance\]|\[NodeConformance\] \[FeatureGate:SidecarContainers\] Restartable Init Container Lifecycle Hook|'"$runtimeclass_focus"
 # The full focus: NodeConformance, and the [Conformance] specs of sig-node and
 # sig-storage (one node serves them all: the rest of [Conformance] needs
 # several nodes or is about the control plane).
-full_focus='\[NodeConformance\]|\[sig-(node|storage)\] .*\[Conformance\]'
+full_focus='\[NodeConformance\]|\[sig-(node|storage)\] .*\[Conformance\]|'"$runtimeclass_focus"
 base_skip='\[Serial\]|\[Disruptive\]|\[Flaky\]|\[Slow\]'
 
 # skip_regex joins hack/conformance-skips.txt's patterns (one per line, #

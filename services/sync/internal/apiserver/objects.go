@@ -21,6 +21,7 @@ import (
 	coreinformers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
+	nodelisters "k8s.io/client-go/listers/node/v1"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/splitlet/splitlet/internal/logctx"
@@ -48,12 +49,15 @@ type ObjectsOptions struct {
 }
 
 // Objects reads the ConfigMaps, Secrets and Services the pods' env and
-// volumes refer to, and requests their service account tokens. Each
+// volumes refer to and the RuntimeClasses they run with, and requests
+// their service account tokens. Each
 // ConfigMap and Secret asked for is watched from the first request on (a
 // list and watch of that one name), and served from that watch's cache,
 // like the kubelet's default watch-based configMapManager and
 // secretManager (watch_based_manager.go); Services come from an informer
-// over every namespace, like the kubelet's serviceLister. Returned objects
+// over every namespace, like the kubelet's serviceLister, and
+// RuntimeClasses from one over every class, like the kubelet's
+// runtimeclass.Manager. Returned objects
 // are shared with the caches: callers must not modify them.
 type Objects struct {
 	client      kubernetes.Interface
@@ -73,9 +77,15 @@ type Objects struct {
 	// servicesForbidden is set when the API server refuses to list
 	// Services: see ListServices.
 	servicesForbidden atomic.Bool
+
+	runtimeClasses       nodelisters.RuntimeClassLister
+	runtimeClassesSynced func() bool
 }
 
-var _ kuberuntime.ObjectGetter = (*Objects)(nil)
+var (
+	_ kuberuntime.ObjectGetter   = (*Objects)(nil)
+	_ kuberuntime.RuntimeClasses = (*Objects)(nil)
+)
 
 type objectKey struct {
 	kind, namespace, name string
@@ -92,6 +102,7 @@ func NewObjects(client kubernetes.Interface, opts ObjectsOptions) *Objects {
 	}
 	factory := informers.NewSharedInformerFactory(client, 0)
 	svc := factory.Core().V1().Services()
+	rc := factory.Node().V1().RuntimeClasses()
 	base, stop := context.WithCancel(context.Background())
 	o := &Objects{
 		client:         client,
@@ -104,11 +115,20 @@ func NewObjects(client kubernetes.Interface, opts ObjectsOptions) *Objects {
 		services:       svc.Lister(),
 		servicesSynced: svc.Informer().HasSynced,
 		factory:        factory,
+
+		runtimeClasses:       rc.Lister(),
+		runtimeClassesSynced: rc.Informer().HasSynced,
 	}
 	// Cannot fail: the informer has not started.
 	_ = svc.Informer().SetWatchErrorHandlerWithContext(func(ctx context.Context, r *cache.Reflector, err error) {
 		if apierrors.IsForbidden(err) && !o.servicesForbidden.Swap(true) {
 			logctx.From(ctx).Error("the API server refuses to list Services: pods get no service variables (KUBERNETES_SERVICE_HOST...) until sync may list and watch services", zap.Error(err))
+		}
+		cache.DefaultWatchErrorHandler(ctx, r, err)
+	})
+	_ = rc.Informer().SetWatchErrorHandlerWithContext(func(ctx context.Context, r *cache.Reflector, err error) {
+		if apierrors.IsForbidden(err) {
+			logctx.From(ctx).Error("the API server refuses to list RuntimeClasses: pods naming a runtimeClassName cannot start until sync may list and watch runtimeclasses.node.k8s.io", zap.Error(err))
 		}
 		cache.DefaultWatchErrorHandler(ctx, r, err)
 	})

@@ -235,6 +235,10 @@ func (b *builder) buildRuntimeManager(ctx context.Context) error {
 		b.log.Error("pod allocations are unreadable", zap.Error(err))
 	}
 	b.allocations = allocations
+	var runtimeClasses kuberuntime.RuntimeClasses
+	if b.objects != nil {
+		runtimeClasses = b.objects
+	}
 	b.runtimeManager = kuberuntime.NewManager(b.rt, b.images, kuberuntime.ManagerOptions{
 		Sandbox: kuberuntime.SandboxOptions{PodLogsRoot: cfg.PodLogsRoot, NodeIPs: cfg.NodeIPs, ClusterDNS: cfg.ClusterDNS, ClusterDomain: cfg.ClusterDomain},
 		Container: kuberuntime.ContainerOptions{
@@ -250,6 +254,8 @@ func (b *builder) buildRuntimeManager(ctx context.Context) error {
 		PullRecords: pullRecords,
 		Recorder:    b.recorder,
 		Actuated:    allocations,
+
+		RuntimeClasses: runtimeClasses,
 	})
 
 	b.probeReg = prometheus.NewRegistry()

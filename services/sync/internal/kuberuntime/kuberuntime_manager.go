@@ -63,6 +63,22 @@ type ManagerOptions struct {
 	// (*allocation.Manager, which forgets removed pods); nil keeps the
 	// records in memory and never forgets them, which suits tests only.
 	Actuated ActuatedStore
+	// RuntimeClasses resolves a pod's runtimeClassName to the runtime
+	// handler its sandbox runs with (apiserver.Objects); nil when sync runs
+	// without an API server: then every sandbox gets the runtime's default
+	// handler, as a standalone kubelet's do (it has no runtimeClassManager).
+	RuntimeClasses RuntimeClasses
+}
+
+// RuntimeClasses reads the node.k8s.io RuntimeClasses pods name: the
+// kubelet's runtimeclass.Manager.
+type RuntimeClasses interface {
+	// LookupRuntimeHandler returns the CRI runtime handler of the
+	// RuntimeClass name; "" (the runtime's default) when name is nil or
+	// empty. A RuntimeClass that does not exist yields the API server's
+	// NotFound error (`runtimeclass.node.k8s.io "x" not found`), matching
+	// errdefs.ErrNotFound; any other error means it could not be read now.
+	LookupRuntimeHandler(ctx context.Context, name *string) (string, error)
 }
 
 // ActuatedStore keeps, per container instance, the resources the last

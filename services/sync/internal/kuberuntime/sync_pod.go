@@ -301,7 +301,10 @@ func hasRunning(ps *container.PodStatus) bool {
 }
 
 // createPodSandbox creates the pod's log directory and runs its sandbox,
-// marked with ManagedByAnnotation. Matches the kubelet's createPodSandbox.
+// marked with ManagedByAnnotation, with the runtime handler of the pod's
+// RuntimeClass: one that cannot be read fails the sandbox, so no pod asking
+// for a sandboxed runtime (gVisor, Kata) runs under the default one.
+// Matches the kubelet's createPodSandbox.
 func (m *Manager) createPodSandbox(ctx context.Context, pod *v1.Pod, attempt uint32) (_ string, retErr error) {
 	ctx, span := startStep(ctx, "createPodSandbox")
 	defer func() { endStep(span, retErr) }()
@@ -316,7 +319,16 @@ func (m *Manager) createPodSandbox(ctx context.Context, pod *v1.Pod, attempt uin
 	if err := mkdirAll(cfg.GetLogDirectory(), 0o755); err != nil {
 		return "", fmt.Errorf("create pod log directory: %w", err)
 	}
-	resp, err := m.runtime.RunPodSandbox(ctx, &runtimeapi.RunPodSandboxRequest{Config: cfg})
+	handler := ""
+	if m.opts.RuntimeClasses != nil {
+		if handler, err = m.opts.RuntimeClasses.LookupRuntimeHandler(ctx, pod.Spec.RuntimeClassName); err != nil {
+			return "", err
+		}
+		if handler != "" {
+			loggerFrom(ctx).Debug("running pod with runtime handler", zap.String("runtimeHandler", handler))
+		}
+	}
+	resp, err := m.runtime.RunPodSandbox(ctx, &runtimeapi.RunPodSandboxRequest{Config: cfg, RuntimeHandler: handler})
 	if err != nil {
 		return "", err
 	}
