@@ -558,9 +558,9 @@ func (r *NodeRegistrar) runtimeErrors(ctx context.Context) error {
 // each runtime handler, and whether the runtime honours a pod's
 // supplementalGroupsPolicy (SupplementalGroupsPolicy, GA in v1.36; left
 // unset when the runtime does not say). A handler's recursive read-only
-// mounts and user namespaces are reported false whatever the runtime
-// says: sync refuses both (recursiveReadOnly: Enabled, hostUsers: false),
-// so no pod needing them may be placed here.
+// mounts are what the runtime says (RecursiveReadOnlyMounts); its user
+// namespaces are reported false whatever the runtime says: sync refuses
+// hostUsers: false, so no pod needing them may be placed here.
 func (r *NodeRegistrar) setRuntimeFeatures(n *v1.Node) {
 	r.mu.Lock()
 	resp := r.lastRuntimeStatus
@@ -571,7 +571,7 @@ func (r *NodeRegistrar) setRuntimeFeatures(n *v1.Node) {
 	handlers := make([]v1.NodeRuntimeHandler, 0, len(resp.GetRuntimeHandlers()))
 	for _, h := range resp.GetRuntimeHandlers() {
 		handlers = append(handlers, v1.NodeRuntimeHandler{Name: h.GetName(), Features: &v1.NodeRuntimeHandlerFeatures{
-			RecursiveReadOnlyMounts: ptr(false), UserNamespaces: ptr(false),
+			RecursiveReadOnlyMounts: ptr(h.GetFeatures().GetRecursiveReadOnlyMounts()), UserNamespaces: ptr(false),
 		}})
 	}
 	n.Status.RuntimeHandlers = handlers

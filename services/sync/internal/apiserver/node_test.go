@@ -305,7 +305,8 @@ func (f *fakeRuntime) Status(context.Context, *runtimeapi.StatusRequest, ...grpc
 		// As containerd 2.x answers.
 		RuntimeHandlers: []*runtimeapi.RuntimeHandler{
 			{Name: "", Features: &runtimeapi.RuntimeHandlerFeatures{RecursiveReadOnlyMounts: true, UserNamespaces: true}},
-			{Name: "runc", Features: &runtimeapi.RuntimeHandlerFeatures{RecursiveReadOnlyMounts: true, UserNamespaces: true}},
+			// A handler whose runtime cannot make recursive read-only mounts.
+			{Name: "runc", Features: &runtimeapi.RuntimeHandlerFeatures{RecursiveReadOnlyMounts: false, UserNamespaces: true}},
 		},
 		Features: &runtimeapi.RuntimeFeatures{SupplementalGroupsPolicy: true},
 	}, nil
@@ -623,9 +624,12 @@ func TestNodeReportsRuntimeHandlersAndFeatures(t *testing.T) {
 	if len(n.Status.RuntimeHandlers) != 2 || n.Status.RuntimeHandlers[1].Name != "runc" {
 		t.Fatalf("status.runtimeHandlers = %+v, want the runtime's two", n.Status.RuntimeHandlers)
 	}
+	// Recursive read-only mounts as the runtime says; user namespaces
+	// false whatever it says (sync refuses hostUsers: false).
 	for _, h := range n.Status.RuntimeHandlers {
-		if f := h.Features; f == nil || f.RecursiveReadOnlyMounts == nil || *f.RecursiveReadOnlyMounts || f.UserNamespaces == nil || *f.UserNamespaces {
-			t.Errorf("handler %q features %+v, want both false", h.Name, f)
+		wantRRO := h.Name == ""
+		if f := h.Features; f == nil || f.RecursiveReadOnlyMounts == nil || *f.RecursiveReadOnlyMounts != wantRRO || f.UserNamespaces == nil || *f.UserNamespaces {
+			t.Errorf("handler %q features %+v, want recursiveReadOnlyMounts %t and userNamespaces false", h.Name, f, wantRRO)
 		}
 	}
 }

@@ -21,6 +21,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/splitlet/splitlet/internal/qos"
+	"github.com/splitlet/splitlet/services/sync/internal/container"
 	"github.com/splitlet/splitlet/services/sync/internal/defaults"
 	"github.com/splitlet/splitlet/services/sync/internal/volume"
 )
@@ -228,6 +229,10 @@ type ContainerOptions struct {
 	// ImageVolumes are the images of the container's image volumes, by
 	// volume name, as SyncPod pulled them (toContainerImageVolumes).
 	ImageVolumes map[string]*runtimeapi.ImageSpec
+	// SupportsRecursiveReadOnly is whether the pod's runtime handler
+	// supports recursive read-only mounts (SupportsRecursiveReadOnlyMounts),
+	// for the mounts asking for them; SyncPod sets it per container.
+	SupportsRecursiveReadOnly bool
 }
 
 func (o *ContainerOptions) fs() FS {
@@ -432,16 +437,18 @@ func makeMounts(ctx context.Context, pod *v1.Pod, c *v1.Container, envs []EnvVar
 			return nil, fmt.Errorf("%w: %s.mountPropagation: Bidirectional mount propagation is available only to privileged containers",
 				errdefs.ErrInvalidArgument, mountField)
 		}
-		if vm.RecursiveReadOnly != nil && *vm.RecursiveReadOnly == v1.RecursiveReadOnlyEnabled {
-			return nil, fmt.Errorf("%w: %s.recursiveReadOnly: Enabled is not supported by splitlet", errdefs.ErrNotImplemented, mountField)
+		rro, err := container.ResolveRecursiveReadOnly(vm, opts.SupportsRecursiveReadOnly)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %s.recursiveReadOnly: %w", errdefs.ErrInvalidArgument, mountField, err)
 		}
 		mounts = append(mounts, &runtimeapi.Mount{
-			ContainerPath: vm.MountPath,
-			HostPath:      hostPath,
-			Readonly:      vm.ReadOnly || readOnly,
-			Propagation:   propagation,
-			Image:         image,
-			ImageSubPath:  imageSubPath,
+			ContainerPath:     vm.MountPath,
+			HostPath:          hostPath,
+			Readonly:          vm.ReadOnly || readOnly,
+			RecursiveReadOnly: rro,
+			Propagation:       propagation,
+			Image:             image,
+			ImageSubPath:      imageSubPath,
 		})
 	}
 	return mounts, nil

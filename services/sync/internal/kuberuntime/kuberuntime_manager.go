@@ -143,6 +143,10 @@ type Manager struct {
 	mu sync.Mutex
 	// runtimeName is the runtime's name once a Version call told it.
 	runtimeName string
+	// handlers are the runtime handlers of the latest CRI Status, read at
+	// handlersAt (runtimeHandlers).
+	handlers   []*runtimeapi.RuntimeHandler
+	handlersAt time.Time
 	// waiting holds why a container of a pod is not running although it
 	// should (CrashLoopBackOff, ErrImagePull, CreateContainerError...), for
 	// the status; keyed by pod UID then container name.

@@ -639,6 +639,9 @@ func (m *Manager) containerConfig(ctx context.Context, pod *v1.Pod, spec *v1.Con
 		opts.ImageUID = &v
 	}
 	opts.ImageUsername = image.GetUsername()
+	if container.WantsRecursiveReadOnly(spec) {
+		opts.SupportsRecursiveReadOnly = m.SupportsRecursiveReadOnlyMounts(ctx, pod)
+	}
 	if isEphemeral(pod, spec.Name) {
 		for i := range pod.Spec.EphemeralContainers {
 			ec := &pod.Spec.EphemeralContainers[i]

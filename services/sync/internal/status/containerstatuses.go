@@ -68,7 +68,7 @@ const (
 // order of the kubelet's convertToAPIContainerStatuses, so that the two read side by side and a
 // change upstream maps to one place here.
 func convertToAPIContainerStatuses(pod *v1.Pod, podStatus *container.PodStatus, previousStatus []v1.ContainerStatus,
-	containers []v1.Container, hasInitContainers, isInitContainer, podRestarting bool, reasons ReasonLookup) []v1.ContainerStatus {
+	containers []v1.Container, hasInitContainers, isInitContainer, podRestarting bool, reasons ReasonLookup, rro *rroSupport) []v1.ContainerStatus {
 	oldStatuses := make(map[string]v1.ContainerStatus, len(containers))
 	for _, s := range previousStatus {
 		oldStatuses[s.Name] = *s.DeepCopy()
@@ -86,7 +86,7 @@ func convertToAPIContainerStatuses(pod *v1.Pod, podStatus *container.PodStatus, 
 			Name:         c.Name,
 			Image:        c.Image,
 			State:        v1.ContainerState{Waiting: &v1.ContainerStateWaiting{Reason: defaultWaitingReason}},
-			VolumeMounts: volumeMountStatuses(c),
+			VolumeMounts: volumeMountStatuses(c, rro),
 		}
 		if old, ok := oldStatuses[c.Name]; ok {
 			if old.State.Terminated != nil {
@@ -163,7 +163,7 @@ func convertToAPIContainerStatuses(pod *v1.Pod, podStatus *container.PodStatus, 
 				// The kubelet copies mounts only from the previous status;
 				// without one they are derived from the spec, the value the
 				// kubelet converges to one sync later.
-				status.VolumeMounts = volumeMountStatuses(spec)
+				status.VolumeMounts = volumeMountStatuses(spec, rro)
 			}
 		}
 		if seen[cs.Name] == 0 {
@@ -316,15 +316,21 @@ func removedByRestartAll(status *v1.ContainerStatus, oldRestartCount int32) *v1.
 
 // volumeMountStatuses lists the container's mounts for its status. Matches
 // the RecursiveReadOnlyMounts part of convertToAPIContainerStatuses: a
-// read-only mount reports whether it is recursively read-only. The runtime
-// handler's support for it is not known here, so IfPossible resolves to
-// Disabled, as the kubelet does for a handler without support.
-func volumeMountStatuses(c *v1.Container) []v1.VolumeMountStatus {
+// read-only mount reports whether it is recursively read-only, IfPossible
+// as the runtime handler's support (rro) says; a mode that cannot
+// be honoured (Enabled without support) reports Disabled, its container
+// waiting with CreateContainerConfigError.
+func volumeMountStatuses(c *v1.Container, rro *rroSupport) []v1.VolumeMountStatus {
 	var out []v1.VolumeMountStatus
 	for _, m := range c.VolumeMounts {
 		s := v1.VolumeMountStatus{Name: m.Name, MountPath: m.MountPath, ReadOnly: m.ReadOnly}
 		if m.ReadOnly {
 			mode := v1.RecursiveReadOnlyDisabled
+			if m.RecursiveReadOnly != nil && *m.RecursiveReadOnly != v1.RecursiveReadOnlyDisabled {
+				if rro, err := container.ResolveRecursiveReadOnly(m, rro.supported()); err == nil && rro {
+					mode = v1.RecursiveReadOnlyEnabled
+				}
+			}
 			s.RecursiveReadOnly = &mode
 		}
 		out = append(out, s)

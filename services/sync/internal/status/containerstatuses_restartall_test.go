@@ -100,7 +100,7 @@ func TestConvertToAPIContainerStatusesRestartAll(t *testing.T) {
 		t.Run(tc.desc, func(t *testing.T) {
 			pod := &v1.Pod{Spec: spec}
 			got := convertToAPIContainerStatuses(pod, &container.PodStatus{ContainerStatuses: tc.current}, tc.previous,
-				spec.Containers, false, false, tc.podRestarting, nil)
+				spec.Containers, false, false, tc.podRestarting, nil, &rroSupport{})
 			for i := range got {
 				got[i].ContainerID, got[i].Resources, got[i].AllocatedResources = "", nil, nil
 				if got[i].State.Terminated != nil {

@@ -172,17 +172,18 @@ func convertStatusToAPIStatus(pod *v1.Pod, podStatus *container.PodStatus, old *
 
 	hasInit := len(pod.Spec.InitContainers) > 0
 	restarting := container.ShouldAllContainersRestart(pod, podStatus, old)
+	rro := &rroSupport{ask: in.SupportsRecursiveReadOnly, pod: pod}
 	s.ContainerStatuses = convertToAPIContainerStatuses(pod, podStatus, old.ContainerStatuses,
-		pod.Spec.Containers, hasInit, false, restarting, in.Reasons)
+		pod.Spec.Containers, hasInit, false, restarting, in.Reasons, rro)
 	s.InitContainerStatuses = convertToAPIContainerStatuses(pod, podStatus, old.InitContainerStatuses,
-		pod.Spec.InitContainers, hasInit, true, restarting, in.Reasons)
+		pod.Spec.InitContainers, hasInit, true, restarting, in.Reasons, rro)
 	if len(pod.Spec.EphemeralContainers) > 0 {
 		ephemeral := make([]v1.Container, 0, len(pod.Spec.EphemeralContainers))
 		for i := range pod.Spec.EphemeralContainers {
 			ephemeral = append(ephemeral, v1.Container(pod.Spec.EphemeralContainers[i].EphemeralContainerCommon))
 		}
 		s.EphemeralContainerStatuses = convertToAPIContainerStatuses(pod, podStatus, old.EphemeralContainerStatuses,
-			ephemeral, hasInit, false, restarting, in.Reasons)
+			ephemeral, hasInit, false, restarting, in.Reasons, rro)
 	}
 	return &s
 }

@@ -113,6 +113,29 @@ type Inputs struct {
 	// ResizeError is why the pod's last in-place resize failed; empty when
 	// it did not.
 	ResizeError string
+	// SupportsRecursiveReadOnly says whether the pod's runtime handler
+	// supports recursive read-only mounts
+	// (kuberuntime.Manager.SupportsRecursiveReadOnlyMounts); asked only for
+	// a pod with a read-only mount that asks for them. Nil says no.
+	SupportsRecursiveReadOnly func(pod *v1.Pod) bool
+}
+
+// rroSupport asks Inputs.SupportsRecursiveReadOnly about a pod at most
+// once per status generation, and only if a mount needs the answer.
+type rroSupport struct {
+	ask       func(*v1.Pod) bool
+	pod       *v1.Pod
+	asked, ok bool
+}
+
+func (r *rroSupport) supported() bool {
+	if r.ask == nil {
+		return false
+	}
+	if !r.asked {
+		r.ok, r.asked = r.ask(r.pod), true
+	}
+	return r.ok
 }
 
 func (in *Inputs) clock() Clock {

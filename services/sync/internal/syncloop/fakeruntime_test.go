@@ -104,6 +104,10 @@ func (f *fakeRuntime) ContainerWaiting(types.UID, string) (kuberuntime.WaitingRe
 	return kuberuntime.WaitingReason{}, false
 }
 
+// SupportsRecursiveReadOnlyMounts says no, as a runtime reporting no
+// handlers does.
+func (f *fakeRuntime) SupportsRecursiveReadOnlyMounts(context.Context, *v1.Pod) bool { return false }
+
 func (f *fakeRuntime) ForgetPod(types.UID) {}
 
 func (f *fakeRuntime) GarbageCollect(context.Context) error {

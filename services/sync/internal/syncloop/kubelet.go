@@ -68,6 +68,9 @@ type Runtime interface {
 	// pods terminated names (DeleteAllUnusedContainers below).
 	DeleteAllUnusedContainers(ctx context.Context, terminated func(types.UID) bool) error
 	ContainerWaiting(uid types.UID, name string) (kuberuntime.WaitingReason, bool)
+	// SupportsRecursiveReadOnlyMounts says whether the pod's runtime
+	// handler supports recursive read-only mounts, for its status.
+	SupportsRecursiveReadOnlyMounts(ctx context.Context, pod *v1.Pod) bool
 	ForgetPod(uid types.UID)
 	GC()
 }

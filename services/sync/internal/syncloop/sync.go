@@ -86,6 +86,9 @@ func (k *Kubelet) publishStatus(ctx context.Context, pod *v1.Pod, podStatus *con
 		in.ResizePending = &c
 	}
 	in.ResizeError = k.resizeError(pod.UID)
+	if container.PodWantsRecursiveReadOnly(pod) {
+		in.SupportsRecursiveReadOnly = func(p *v1.Pod) bool { return k.runtime.SupportsRecursiveReadOnlyMounts(ctx, p) }
+	}
 	old, generated, ok := k.oldPodStatus(pod)
 	if ok {
 		in.OldStatus = &old

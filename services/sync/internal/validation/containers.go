@@ -393,6 +393,30 @@ func validateVolumeMounts(mounts []v1.VolumeMount, vols map[string]v1.VolumeSour
 			}
 			allErrs = append(allErrs, validateLocalDescendingPath(m.SubPathExpr, idxPath.Child("subPathExpr"))...)
 		}
+		allErrs = append(allErrs, validateMountRecursiveReadOnly(m, idxPath.Child("recursiveReadOnly"))...)
+	}
+	return allErrs
+}
+
+// validateMountRecursiveReadOnly matches validateMountRecursiveReadOnly:
+// Enabled and IfPossible need a read-only mount without propagation.
+func validateMountRecursiveReadOnly(m v1.VolumeMount, fldPath *field.Path) field.ErrorList {
+	if m.RecursiveReadOnly == nil {
+		return nil
+	}
+	var allErrs field.ErrorList
+	switch *m.RecursiveReadOnly {
+	case v1.RecursiveReadOnlyDisabled:
+	case v1.RecursiveReadOnlyEnabled, v1.RecursiveReadOnlyIfPossible:
+		if !m.ReadOnly {
+			allErrs = append(allErrs, field.Forbidden(fldPath, "may only be specified when readOnly is true"))
+		}
+		if m.MountPropagation != nil && *m.MountPropagation != v1.MountPropagationNone {
+			allErrs = append(allErrs, field.Forbidden(fldPath, "may only be specified when mountPropagation is None or not specified"))
+		}
+	default:
+		allErrs = append(allErrs, field.NotSupported(fldPath, *m.RecursiveReadOnly,
+			[]v1.RecursiveReadOnlyMode{v1.RecursiveReadOnlyDisabled, v1.RecursiveReadOnlyEnabled, v1.RecursiveReadOnlyIfPossible}))
 	}
 	return allErrs
 }

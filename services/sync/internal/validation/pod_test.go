@@ -284,6 +284,17 @@ func TestValidatePod(t *testing.T) {
 			p.Spec.Containers[0].VolumeMounts = append(p.Spec.Containers[0].VolumeMounts, v1.VolumeMount{Name: "data", MountPath: "/data"})
 		}, want: []wantErr{{field.ErrorTypeInvalid, "spec.containers[0].volumeMounts[1].mountPath"}}},
 		{desc: "subPath escaping the volume", mutate: func(p *v1.Pod) { p.Spec.Containers[0].VolumeMounts[0].SubPath = "../etc" }, want: []wantErr{{field.ErrorTypeInvalid, "spec.containers[0].volumeMounts[0].subPath"}}},
+		{desc: "recursiveReadOnly on a writable mount", mutate: func(p *v1.Pod) {
+			p.Spec.Containers[0].VolumeMounts[0].RecursiveReadOnly = new(v1.RecursiveReadOnlyEnabled)
+		}, want: []wantErr{{field.ErrorTypeForbidden, "spec.containers[0].volumeMounts[0].recursiveReadOnly"}}},
+		{desc: "recursiveReadOnly with propagation", mutate: func(p *v1.Pod) {
+			m := &p.Spec.Containers[0].VolumeMounts[0]
+			m.ReadOnly, m.RecursiveReadOnly, m.MountPropagation = true, new(v1.RecursiveReadOnlyIfPossible), new(v1.MountPropagationHostToContainer)
+		}, want: []wantErr{{field.ErrorTypeForbidden, "spec.containers[0].volumeMounts[0].recursiveReadOnly"}}},
+		{desc: "recursiveReadOnly unknown", mutate: func(p *v1.Pod) {
+			m := &p.Spec.Containers[0].VolumeMounts[0]
+			m.ReadOnly, m.RecursiveReadOnly = true, new(v1.RecursiveReadOnlyMode("Always"))
+		}, want: []wantErr{{field.ErrorTypeNotSupported, "spec.containers[0].volumeMounts[0].recursiveReadOnly"}}},
 		{desc: "probe with two handlers", mutate: func(p *v1.Pod) {
 			p.Spec.Containers[0].LivenessProbe.Exec = &v1.ExecAction{Command: []string{"true"}}
 		}, want: []wantErr{{field.ErrorTypeForbidden, "spec.containers[0].livenessProbe.httpGet"}}},

@@ -20,7 +20,7 @@ func TestMain(m *testing.M) {
 		// Its streaming-proxy counters tell the exec test the streams
 		// went through it.
 		GatewayMetricsAddr: "127.0.0.1:0",
-		GatewayArgs:        []string{"--allow-host-network", "--allowed-host-path=/var/lib/splitlet", "--log-level=debug"},
+		GatewayArgs:        []string{"--allow-host-network", "--allowed-host-path=" + allowedHostPath, "--log-level=debug"},
 		SyncArgs: []string{
 			"--relist-interval=500ms",
 			"--resync-interval=2s",
@@ -37,6 +37,10 @@ func TestMain(m *testing.M) {
 		os.Setenv("SPLITLET_GATEWAY_METRICS", "http://"+s.GatewayMetricsAddr)
 	}, "SPLITLET_SYNC_ADDR"))
 }
+
+// allowedHostPath is where the gateway's policy allows pods' hostPath
+// volumes (besides sync's state directory).
+const allowedHostPath = "/var/lib/splitlet"
 
 // launched is the stack TestMain started (nil when the environment named
 // one), for the tests that kill and restart its processes.
