@@ -7,6 +7,8 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/splitlet/splitlet/services/sync/internal/kuberuntime"
 )
 
 const resizePod = `apiVersion: v1
@@ -82,6 +84,29 @@ func TestResizeInPlace(t *testing.T) {
 	}
 	if linux.GetCpuQuota() != 20000 || linux.GetCpuShares() != 204 || linux.GetMemoryLimitInBytes() != 128<<20 {
 		t.Errorf("app runs with %+v, want quota 20000, 204 shares, 128Mi", linux)
+	}
+	// Kept off swap (the kubelet's NoSwap) through the in-place update as
+	// at creation ("restarts" was created again at 128Mi), as this host's
+	// swap control says.
+	for _, c := range s.containers(uid) {
+		if c.GetState() != runtimeapi.ContainerState_CONTAINER_RUNNING {
+			continue // the instance of "restarts" before the resize
+		}
+		l := c.GetResources().GetLinux()
+		switch kuberuntime.DetectSwapController("/sys/fs/cgroup", "/proc/self/cgroup") {
+		case kuberuntime.SwapControllerV1:
+			if l.GetMemorySwapLimitInBytes() != 128<<20 {
+				t.Errorf("%s: memory+swap limit %d, want the memory limit 128Mi", c.GetMetadata().GetName(), l.GetMemorySwapLimitInBytes())
+			}
+		case kuberuntime.SwapControllerV2:
+			if l.GetUnified()["memory.swap.max"] != "0" {
+				t.Errorf("%s: unified %v, want memory.swap.max 0", c.GetMetadata().GetName(), l.GetUnified())
+			}
+		default:
+			if l.GetMemorySwapLimitInBytes() != 0 || len(l.GetUnified()) != 0 {
+				t.Errorf("%s: swap set (%+v) on a node without swap control", c.GetMetadata().GetName(), l)
+			}
+		}
 	}
 
 	s.restartSync()

@@ -248,6 +248,7 @@ func (b *builder) buildRuntimeManager(ctx context.Context) error {
 			PodContainersRoot:     podsDir(cfg),
 			ClusterDomain:         cfg.ClusterDomain,
 			MachineMemoryCapacity: machineMemory(),
+			SwapController:        kuberuntime.DetectSwapController("/sys/fs/cgroup", "/proc/self/cgroup"),
 		},
 		CrashLoop:   backoff.New(curve, nil),
 		ImagePull:   backoff.New(curve, nil),

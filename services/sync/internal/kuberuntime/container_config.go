@@ -215,6 +215,10 @@ type ContainerOptions struct {
 	// MachineMemoryCapacity is the node's memory in bytes; a Burstable
 	// container's oom_score_adj is scaled by it.
 	MachineMemoryCapacity int64
+	// SwapController is the node's cgroup swap control
+	// (DetectSwapController); containers are kept off swap through it.
+	// The zero value, NoSwapController, leaves swap to the runtime.
+	SwapController SwapController
 	// DisableCPUCFSQuota is the kubelet's --cpu-cfs-quota=false.
 	DisableCPUCFSQuota bool
 	// SeccompProfileRoot resolves Localhost seccomp profiles; empty means
@@ -601,9 +605,9 @@ func generateLinuxContainerConfig(pod *v1.Pod, c *v1.Container, opts ContainerOp
 // generateLinuxContainerResources matches the kubelet's function of that
 // name on cgroup v1 (this project's hosts): cpu shares from the request
 // (from the limit when only that is set), CFS quota from the limit, memory
-// limit, and oom_score_adj by QoS. Pod-level limits stand in for unset
-// container limits. Not done: hugepage limits, swap, and cgroup v2 memory
-// QoS / memory.oom.group.
+// limit, oom_score_adj by QoS, and no swap (configureNoSwap). Pod-level
+// limits stand in for unset container limits. Not done: hugepage limits,
+// LimitedSwap, and cgroup v2 memory QoS / memory.oom.group.
 func generateLinuxContainerResources(pod *v1.Pod, c *v1.Container, opts ContainerOptions) (*runtimeapi.LinuxContainerResources, error) {
 	var cpuRequest *resource.Quantity
 	if q, ok := c.Resources.Requests[v1.ResourceCPU]; ok {
@@ -624,6 +628,7 @@ func generateLinuxContainerResources(pod *v1.Pod, c *v1.Container, opts Containe
 		return nil, err
 	}
 	res.OomScoreAdj = int64(adj)
+	configureNoSwap(res, opts.SwapController)
 	return res, nil
 }
 

@@ -1,0 +1,87 @@
+package kuberuntime
+
+import (
+	"bufio"
+	"os"
+	"path/filepath"
+	"strings"
+
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+// SwapController is the cgroup swap control the node has, which decides
+// how containers are kept off swap.
+type SwapController int
+
+const (
+	// NoSwapController: the node cannot limit swap; containers are left
+	// as the runtime makes them.
+	NoSwapController SwapController = iota
+	// SwapControllerV1 is cgroup v1's memory.memsw.* (swap accounting on).
+	SwapControllerV1
+	// SwapControllerV2 is cgroup v2's memory.swap.max.
+	SwapControllerV2
+)
+
+// cgroup2MaxSwap is the cgroup v2 file of a cgroup's swap limit (the
+// kubelet's cm.Cgroup2MaxSwapFilename).
+const cgroup2MaxSwap = "memory.swap.max"
+
+// DetectSwapController finds the node's swap control as the kubelet's
+// checkSwapControllerAvailability does: on cgroup v2 (root holds
+// cgroup.controllers) the memory.swap.max file of this process's own
+// cgroup (from selfCgroup, /proc/self/cgroup), since the root cgroup has
+// none; on v1 root's memory/memory.memsw.limit_in_bytes. root is
+// /sys/fs/cgroup. Anything unreadable means no controller.
+func DetectSwapController(root, selfCgroup string) SwapController {
+	if _, err := os.Stat(filepath.Join(root, "cgroup.controllers")); err == nil {
+		path, ok := unifiedCgroupPath(selfCgroup)
+		if !ok {
+			return NoSwapController
+		}
+		if _, err := os.Stat(filepath.Join(root, path, cgroup2MaxSwap)); err == nil {
+			return SwapControllerV2
+		}
+		return NoSwapController
+	}
+	if _, err := os.Stat(filepath.Join(root, "memory", "memory.memsw.limit_in_bytes")); err == nil {
+		return SwapControllerV1
+	}
+	return NoSwapController
+}
+
+// unifiedCgroupPath returns the cgroup v2 path ("0::<path>") of a
+// /proc/<pid>/cgroup file.
+func unifiedCgroupPath(file string) (string, bool) {
+	f, err := os.Open(file)
+	if err != nil {
+		return "", false
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if path, ok := strings.CutPrefix(sc.Text(), "0::"); ok {
+			return path, true
+		}
+	}
+	return "", false
+}
+
+// configureNoSwap keeps the container off swap, the kubelet's default
+// swap behaviour (NoSwap) as its configureContainerSwapResources and
+// ConfigureNoSwap apply it to every container when the node has a swap
+// controller: on cgroup v1 the memory+swap limit is the memory limit
+// (ignored by the runtime when there is no memory limit), on v2
+// memory.swap.max is 0. The kubelet's LimitedSwap (a config choice, not
+// the default) is not done.
+func configureNoSwap(res *runtimeapi.LinuxContainerResources, ctl SwapController) {
+	switch ctl {
+	case SwapControllerV1:
+		res.MemorySwapLimitInBytes = res.MemoryLimitInBytes
+	case SwapControllerV2:
+		if res.Unified == nil {
+			res.Unified = map[string]string{}
+		}
+		res.Unified[cgroup2MaxSwap] = "0"
+	}
+}

@@ -1,0 +1,83 @@
+package kuberuntime
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+)
+
+func TestDetectSwapController(t *testing.T) {
+	for _, tc := range []struct {
+		desc  string
+		files []string // under the cgroup root
+		self  string   // /proc/self/cgroup
+		want  SwapController
+	}{
+		{desc: "v1 with swap accounting", files: []string{"memory/memory.memsw.limit_in_bytes"}, self: "4:memory:/x\n", want: SwapControllerV1},
+		{desc: "v1 without swap accounting", files: []string{"memory/memory.limit_in_bytes"}, self: "4:memory:/x\n"},
+		{desc: "v2, memory.swap.max in our cgroup", files: []string{"cgroup.controllers", "system.slice/sync.service/memory.swap.max"},
+			self: "0::/system.slice/sync.service\n", want: SwapControllerV2},
+		{desc: "v2 without swap control", files: []string{"cgroup.controllers", "system.slice/sync.service/memory.max"},
+			self: "0::/system.slice/sync.service\n"},
+		{desc: "v2, our cgroup unknown", files: []string{"cgroup.controllers", "memory.swap.max"}, self: "4:memory:/x\n"},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			root := t.TempDir()
+			for _, f := range tc.files {
+				p := filepath.Join(root, f)
+				if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(p, nil, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			self := filepath.Join(t.TempDir(), "cgroup")
+			if err := os.WriteFile(self, []byte(tc.self), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if got := DetectSwapController(root, self); got != tc.want {
+				t.Errorf("got %d, want %d", got, tc.want)
+			}
+		})
+	}
+}
+
+// Every container is kept off swap when the node can limit it, the
+// kubelet's default NoSwap: on v1 the memory+swap limit equals the memory
+// limit (none without one), on v2 memory.swap.max is 0.
+func TestGenerateLinuxContainerResourcesNoSwap(t *testing.T) {
+	for _, tc := range []struct {
+		desc        string
+		ctl         SwapController
+		memoryLimit string
+		wantSwap    int64
+		wantUnified map[string]string
+	}{
+		{desc: "no controller", ctl: NoSwapController, memoryLimit: "64Mi"},
+		{desc: "v1, a memory limit", ctl: SwapControllerV1, memoryLimit: "64Mi", wantSwap: 64 << 20},
+		{desc: "v1, no memory limit", ctl: SwapControllerV1},
+		{desc: "v2", ctl: SwapControllerV2, memoryLimit: "64Mi", wantUnified: map[string]string{"memory.swap.max": "0"}},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			pod := makeTestPod()
+			c := &pod.Spec.Containers[0]
+			if tc.memoryLimit != "" {
+				c.Resources.Limits = v1.ResourceList{v1.ResourceMemory: resource.MustParse(tc.memoryLimit)}
+			}
+			res, err := generateLinuxContainerResources(pod, c, ContainerOptions{SwapController: tc.ctl, MachineMemoryCapacity: 8 << 30})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.GetMemorySwapLimitInBytes() != tc.wantSwap {
+				t.Errorf("memory_swap_limit_in_bytes %d, want %d", res.GetMemorySwapLimitInBytes(), tc.wantSwap)
+			}
+			if len(res.GetUnified()) != len(tc.wantUnified) || res.GetUnified()["memory.swap.max"] != tc.wantUnified["memory.swap.max"] {
+				t.Errorf("unified %v, want %v", res.GetUnified(), tc.wantUnified)
+			}
+		})
+	}
+}
