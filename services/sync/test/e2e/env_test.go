@@ -135,6 +135,19 @@ func (e *env) waitPod(t *testing.T, name string, timeout time.Duration, what str
 	return pod
 }
 
+// execSync runs command in a container of the pod through the ExecSync
+// RPC (10 s timeout), failing the test when the call itself fails.
+func (e *env) execSync(t *testing.T, pod, container string, command ...string) *podv1.ExecSyncResponse {
+	t.Helper()
+	resp, err := e.pods.ExecSync(context.Background(), connect.NewRequest(&podv1.ExecSyncRequest{
+		Namespace: namespace, Name: pod, Container: container, Command: command, TimeoutSeconds: 10,
+	}))
+	if err != nil {
+		t.Fatalf("ExecSync %q in %s/%s: %v", command, pod, container, err)
+	}
+	return resp.Msg
+}
+
 // logs reads a container's log through the Logs RPC to its end (not
 // following).
 func (e *env) logs(t *testing.T, req *podv1.LogsRequest) string {

@@ -8,11 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"connectrpc.com/connect"
 	v1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
-
-	podv1 "github.com/splitlet/splitlet/proto/splitlet/pod/v1"
 )
 
 // imageVolumePod mounts the busybox image as an image volume, whole and
@@ -70,14 +67,9 @@ func TestImageVolumeOnContainerd(t *testing.T) {
 		{desc: "read-only", command: "touch /mnt/img/written 2>/dev/null", exitCode: 1},
 	} {
 		t.Run(tc.desc, func(t *testing.T) {
-			resp, err := e.pods.ExecSync(context.Background(), connect.NewRequest(&podv1.ExecSyncRequest{
-				Namespace: namespace, Name: "image-volume", Container: "app", Command: []string{"sh", "-c", tc.command}, TimeoutSeconds: 10,
-			}))
-			if err != nil {
-				t.Fatalf("ExecSync %q: %v", tc.command, err)
-			}
-			if got := resp.Msg.GetExitCode(); got != tc.exitCode {
-				t.Errorf("%q exited %d (stderr %q), want %d", tc.command, got, resp.Msg.GetStderr(), tc.exitCode)
+			m := e.execSync(t, "image-volume", "app", "sh", "-c", tc.command)
+			if got := m.GetExitCode(); got != tc.exitCode {
+				t.Errorf("%q exited %d (stderr %q), want %d", tc.command, got, m.GetStderr(), tc.exitCode)
 			}
 		})
 	}

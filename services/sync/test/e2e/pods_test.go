@@ -184,13 +184,7 @@ func testExec(t *testing.T, e *env) {
 		{desc: "sees the container's filesystem", command: []string{"sh", "-c", "test -x /bin/busybox && echo busybox"}, stdout: "busybox\n", exitCode: 0},
 	} {
 		t.Run(tc.desc, func(t *testing.T) {
-			resp, err := e.pods.ExecSync(context.Background(), connect.NewRequest(&podv1.ExecSyncRequest{
-				Namespace: namespace, Name: "init-app", Container: "app", Command: tc.command, TimeoutSeconds: 10,
-			}))
-			if err != nil {
-				t.Fatalf("ExecSync %q: %v", tc.command, err)
-			}
-			m := resp.Msg
+			m := e.execSync(t, "init-app", "app", tc.command...)
 			if string(m.GetStdout()) != tc.stdout || m.GetExitCode() != tc.exitCode {
 				t.Errorf("ExecSync %q = stdout %q exit %d (stderr %q), want stdout %q exit %d",
 					tc.command, m.GetStdout(), m.GetExitCode(), m.GetStderr(), tc.stdout, tc.exitCode)

@@ -8,12 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"connectrpc.com/connect"
 	"golang.org/x/sys/unix"
 	v1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
-
-	podv1 "github.com/splitlet/splitlet/proto/splitlet/pod/v1"
 )
 
 // rroPod mounts one host directory, which has a tmpfs mounted below it,
@@ -141,13 +138,7 @@ func TestRecursiveReadOnlyOnContainerd(t *testing.T) {
 		{desc: "IfPossible's submount read-only too", command: "touch /if-possible/sub/z", exitCode: 1},
 	} {
 		t.Run(tc.desc, func(t *testing.T) {
-			resp, err := e.pods.ExecSync(context.Background(), connect.NewRequest(&podv1.ExecSyncRequest{
-				Namespace: namespace, Name: "rro", Container: "app", Command: []string{"sh", "-c", tc.command + " 2>/dev/null"}, TimeoutSeconds: 10,
-			}))
-			if err != nil {
-				t.Fatalf("ExecSync %q: %v", tc.command, err)
-			}
-			if got := resp.Msg.GetExitCode(); got != tc.exitCode {
+			if got := e.execSync(t, "rro", "app", "sh", "-c", tc.command+" 2>/dev/null").GetExitCode(); got != tc.exitCode {
 				t.Errorf("%q exited %d, want %d", tc.command, got, tc.exitCode)
 			}
 		})

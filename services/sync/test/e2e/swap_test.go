@@ -1,15 +1,12 @@
 package e2e
 
 import (
-	"context"
 	"strings"
 	"testing"
 	"time"
 
-	"connectrpc.com/connect"
 	v1 "k8s.io/api/core/v1"
 
-	podv1 "github.com/splitlet/splitlet/proto/splitlet/pod/v1"
 	"github.com/splitlet/splitlet/services/sync/internal/kuberuntime"
 )
 
@@ -57,14 +54,9 @@ func TestContainersKeptOffSwap(t *testing.T) {
 		app := status(p, "app")
 		return p.Status.Phase == v1.PodRunning && app != nil && app.State.Running != nil
 	})
-	resp, err := e.pods.ExecSync(context.Background(), connect.NewRequest(&podv1.ExecSyncRequest{
-		Namespace: namespace, Name: "no-swap", Container: "app", Command: []string{"cat", file}, TimeoutSeconds: 10,
-	}))
-	if err != nil {
-		t.Fatalf("ExecSync: %v", err)
-	}
-	if got := strings.TrimSpace(string(resp.Msg.GetStdout())); resp.Msg.GetExitCode() != 0 || got != want {
-		t.Errorf("%s reads %q (exit %d, stderr %q), want %s", file, got, resp.Msg.GetExitCode(), resp.Msg.GetStderr(), want)
+	m := e.execSync(t, "no-swap", "app", "cat", file)
+	if got := strings.TrimSpace(string(m.GetStdout())); m.GetExitCode() != 0 || got != want {
+		t.Errorf("%s reads %q (exit %d, stderr %q), want %s", file, got, m.GetExitCode(), m.GetStderr(), want)
 	}
 	e.deletePod(t, "no-swap", 60*time.Second)
 }
