@@ -32,11 +32,18 @@ type PodCgroups struct {
 // New returns a PodCgroups for the cgroupfs mounted at root.
 func New(root string) *PodCgroups { return &PodCgroups{root: root} }
 
+// Unified reports whether the cgroupfs mounted at root is cgroup v2 (one
+// unified hierarchy, with cgroup.controllers at its root).
+func Unified(root string) bool {
+	_, err := os.Stat(filepath.Join(root, "cgroup.controllers"))
+	return err == nil
+}
+
 // hierarchies returns the directories cgroups live under: the root itself on
 // cgroup v2, else every controller directory below it. Symlinks (cpu ->
 // cpu,cpuacct) name a hierarchy already listed and are skipped.
 func (c *PodCgroups) hierarchies() ([]string, error) {
-	if _, err := os.Stat(filepath.Join(c.root, "cgroup.controllers")); err == nil {
+	if Unified(c.root) {
 		return []string{c.root}, nil
 	}
 	entries, err := os.ReadDir(c.root)

@@ -38,31 +38,32 @@ func ResolveRecursiveReadOnly(m v1.VolumeMount, supported bool) (bool, error) {
 // WantsRecursiveReadOnly reports whether a mount of c asks for recursive
 // read-only mode (Enabled or IfPossible), so that the runtime handler's
 // support for it must be known.
-func WantsRecursiveReadOnly(c *v1.Container) bool {
-	for _, vm := range c.VolumeMounts {
-		if vm.RecursiveReadOnly != nil && *vm.RecursiveReadOnly != v1.RecursiveReadOnlyDisabled {
+func WantsRecursiveReadOnly(c *v1.Container) bool { return mountsWantRRO(c.VolumeMounts) }
+
+// PodWantsRecursiveReadOnly is WantsRecursiveReadOnly over every container
+// of the pod, init and ephemeral ones included.
+func PodWantsRecursiveReadOnly(pod *v1.Pod) bool {
+	for i := range pod.Spec.InitContainers {
+		if mountsWantRRO(pod.Spec.InitContainers[i].VolumeMounts) {
+			return true
+		}
+	}
+	for i := range pod.Spec.Containers {
+		if mountsWantRRO(pod.Spec.Containers[i].VolumeMounts) {
+			return true
+		}
+	}
+	for i := range pod.Spec.EphemeralContainers {
+		if mountsWantRRO(pod.Spec.EphemeralContainers[i].VolumeMounts) {
 			return true
 		}
 	}
 	return false
 }
 
-// PodWantsRecursiveReadOnly is WantsRecursiveReadOnly over every container
-// of the pod, init and ephemeral ones included.
-func PodWantsRecursiveReadOnly(pod *v1.Pod) bool {
-	for i := range pod.Spec.InitContainers {
-		if WantsRecursiveReadOnly(&pod.Spec.InitContainers[i]) {
-			return true
-		}
-	}
-	for i := range pod.Spec.Containers {
-		if WantsRecursiveReadOnly(&pod.Spec.Containers[i]) {
-			return true
-		}
-	}
-	for i := range pod.Spec.EphemeralContainers {
-		c := v1.Container(pod.Spec.EphemeralContainers[i].EphemeralContainerCommon)
-		if WantsRecursiveReadOnly(&c) {
+func mountsWantRRO(mounts []v1.VolumeMount) bool {
+	for _, vm := range mounts {
+		if vm.RecursiveReadOnly != nil && *vm.RecursiveReadOnly != v1.RecursiveReadOnlyDisabled {
 			return true
 		}
 	}

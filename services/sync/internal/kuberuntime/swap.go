@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/splitlet/splitlet/services/sync/internal/cm"
 )
 
 // SwapController is the cgroup swap control the node has, which decides
@@ -28,13 +30,13 @@ const (
 const cgroup2MaxSwap = "memory.swap.max"
 
 // DetectSwapController finds the node's swap control as the kubelet's
-// checkSwapControllerAvailability does: on cgroup v2 (root holds
-// cgroup.controllers) the memory.swap.max file of this process's own
+// checkSwapControllerAvailability does: on cgroup v2 (cm.Unified) the
+// memory.swap.max file of this process's own
 // cgroup (from selfCgroup, /proc/self/cgroup), since the root cgroup has
 // none; on v1 root's memory/memory.memsw.limit_in_bytes. root is
 // /sys/fs/cgroup. Anything unreadable means no controller.
 func DetectSwapController(root, selfCgroup string) SwapController {
-	if _, err := os.Stat(filepath.Join(root, "cgroup.controllers")); err == nil {
+	if cm.Unified(root) {
 		path, ok := unifiedCgroupPath(selfCgroup)
 		if !ok {
 			return NoSwapController

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/splitlet/splitlet/services/sync/internal/cm"
 )
 
 // Host reads what the kubelet gets from cAdvisor about the machine: the
@@ -61,10 +63,7 @@ type cgroupSample struct {
 const maxMemorySize = uint64(1 << 62)
 
 // unified reports whether the cgroupfs is cgroup v2 (one hierarchy).
-func (h Host) unified() bool {
-	_, err := os.Stat(filepath.Join(h.cgroupRoot(), "cgroup.controllers"))
-	return err == nil
-}
+func (h Host) unified() bool { return cm.Unified(h.cgroupRoot()) }
 
 // cgroup reads the cgroup name ("/" for the root, "/kubepods" for the pods)
 // at now. Matches what cAdvisor's raw handler gives the kubelet's
