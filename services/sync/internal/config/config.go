@@ -38,6 +38,8 @@ const (
 	DefaultRuntimeEndpoint = "unix:///run/splitlet/gateway.sock"
 	DefaultStateDir        = "/var/lib/splitlet/sync"
 	DefaultPodLogsRoot     = "/var/log/pods"
+	// DefaultSystemLogDir is the kubelet's nodeLogDir.
+	DefaultSystemLogDir = "/var/log/"
 	// DefaultResyncInterval is the kubelet's --sync-frequency. Events, the
 	// 1 s relist, probe results, active deadlines and the back-off retry
 	// (BackOffBase after a failed sync) start every sync that has a cause;
@@ -159,6 +161,13 @@ type Config struct {
 	// NodeAPIAddr is where the kubelet's node API (logs, pods, metrics for
 	// the API server's proxy) is served over TLS; empty serves none.
 	NodeAPIAddr string
+	// SystemLogDir is the directory the node API's /logs/ serves (the
+	// kubelet's fixed /var/log/); empty, from --enable-system-log-handler
+	// false, answers /logs/ with 405.
+	SystemLogDir string
+	// SystemLogQuery answers node log queries on /logs/ (the kubelet's
+	// enableSystemLogQuery, off by default).
+	SystemLogQuery bool
 	// NodeAPITLSCertFile and NodeAPITLSKeyFile are its serving certificate
 	// (the kubelet's --tls-cert-file/--tls-private-key-file); without
 	// them a self-signed pair is made under StateDir/pki.
@@ -277,6 +286,9 @@ func Parse(args []string, output io.Writer) (Config, error) {
 	fs.StringVar(&cfg.ClientCAFile, "client-ca-file", "", "CA bundle verifying node API client certificates, e.g. the API server's --kubelet-client-certificate (the kubelet's --client-ca-file)")
 	fs.BoolVar(&cfg.AnonymousAuth, "anonymous-auth", false, "let node API requests without credentials through as system:anonymous, to be authorized by SubjectAccessReview (needs --kubeconfig)")
 	fs.StringVar(&cfg.PodResourcesSocket, "pod-resources-socket", defaultPodResourcesSocket, "unix socket of the kubelet's pod-resources gRPC API (List, Get, GetAllocatableResources) for monitoring agents; empty serves none")
+	systemLogHandler := fs.Bool("enable-system-log-handler", true, "serve --system-log-dir on the node API's /logs/ (the kubelet's enableSystemLogHandler)")
+	fs.StringVar(&cfg.SystemLogDir, "system-log-dir", DefaultSystemLogDir, "directory the node API's /logs/ serves (the kubelet's /var/log/); in a container, where the host's /var/log is mounted")
+	fs.BoolVar(&cfg.SystemLogQuery, "enable-system-log-query", false, "answer node log queries on /logs/ (?query=<service or file>, sinceTime, untilTime, tailLines, pattern, boot) from journalctl or --system-log-dir (the kubelet's enableSystemLogQuery)")
 	registerNode := fs.String("register-node", "", "register --node-name as a Node with a Lease in kube-node-lease (true or false; default true when --kubeconfig is set)")
 	nodeLabels := fs.String("node-labels", "", "comma-separated key=value labels added to the registered Node")
 	cfg.Tracing.AddFlags(fs)
@@ -289,6 +301,11 @@ func Parse(args []string, output io.Writer) (Config, error) {
 	}
 	if err := cfg.LogLevel.UnmarshalText([]byte(level)); err != nil {
 		return Config{}, fmt.Errorf("--log-level: %w", err)
+	}
+	if !*systemLogHandler {
+		cfg.SystemLogDir = ""
+	} else if cfg.SystemLogDir == "" {
+		return Config{}, errors.New("--system-log-dir: empty; set --enable-system-log-handler=false to serve no /logs/")
 	}
 	if nodeIPs != "" {
 		cfg.NodeIPs = strings.Split(nodeIPs, ",")

@@ -100,6 +100,16 @@ func TestParse(t *testing.T) {
 		{desc: "node API off by default, anonymous refused", args: []string{"--node-name=n"}, check: func(c Config) bool {
 			return c.NodeAPIAddr == "" && !c.AnonymousAuth && c.ClientCAFile == ""
 		}},
+		{desc: "/logs/ serves /var/log/ without queries by default", args: []string{"--node-name=n"}, check: func(c Config) bool {
+			return c.SystemLogDir == "/var/log/" && !c.SystemLogQuery
+		}},
+		{desc: "/logs/ with queries from another directory", args: []string{"--system-log-dir=/host/var/log", "--enable-system-log-query"}, check: func(c Config) bool {
+			return c.SystemLogDir == "/host/var/log" && c.SystemLogQuery
+		}},
+		{desc: "/logs/ off", args: []string{"--enable-system-log-handler=false"}, check: func(c Config) bool {
+			return c.SystemLogDir == ""
+		}},
+		{desc: "/logs/ on with no directory", args: []string{"--system-log-dir="}, wantErr: "--system-log-dir: empty"},
 		{desc: "node API with an API server", args: []string{"--node-api-addr=:10250", "--kubeconfig=/k", "--client-ca-file=/ca.crt", "--node-api-tls-cert-file=/c", "--node-api-tls-private-key-file=/k"}, check: func(c Config) bool {
 			return c.NodeAPIAddr == ":10250" && c.ClientCAFile == "/ca.crt" && c.NodeAPITLSCertFile == "/c" && c.NodeAPITLSKeyFile == "/k"
 		}},

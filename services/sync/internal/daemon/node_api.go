@@ -98,7 +98,7 @@ func newNodeAPI(ctx context.Context, cfg config.Config, kubeClient kubernetes.In
 	}
 	h := nodeapi.New(nodeapi.Options{NodeName: cfg.NodeName, Pods: pods, Runtime: rt, Stats: summary, Metrics: reg,
 		StreamMetrics: nodeapi.NewStreamMetrics(reg), ProbeMetrics: probeReg, Auth: auth, Flags: cfg.Flags,
-		CheckpointDir: checkpointDir})
+		CheckpointDir: checkpointDir, SystemLogDir: cfg.SystemLogDir, SystemLogQuery: cfg.SystemLogQuery})
 	log := logctx.From(ctx).With(zap.String("server", "node-api"))
 	srv := nodeapi.NewHTTPServer(cfg.NodeAPIAddr, withLogger(log, h), tlsConfig)
 	srv.ErrorLog = zap.NewStdLog(log)

@@ -70,6 +70,13 @@ type Options struct {
 	// Flags are sync's flags and their values, served on /flagz; nil
 	// serves no /flagz, as a kubelet without them.
 	Flags map[string]string
+	// SystemLogDir is the directory /logs/ serves (the kubelet's
+	// /var/log/ with enableSystemLogHandler, its default); empty answers
+	// /logs/ with 405, as the kubelet with the handler off.
+	SystemLogDir string
+	// SystemLogQuery answers node log queries on /logs/ (the kubelet's
+	// enableSystemLogQuery; systemLogHandler).
+	SystemLogQuery bool
 	// Healthy is the kubelet's syncloop health check for /healthz; nil is
 	// always healthy.
 	Healthy func() error
@@ -119,6 +126,13 @@ func New(opts Options) *Server {
 	handle("POST /run/{podNamespace}/{podID}/{uid}/{containerName}", http.HandlerFunc(s.getRun))
 	if opts.CheckpointDir != "" {
 		handle("POST "+checkpointPath+"{podNamespace}/{podID}/{containerName}", http.HandlerFunc(s.checkpoint))
+	}
+	if opts.SystemLogDir != "" {
+		handle("GET "+logsPath, systemLogHandler(opts.SystemLogDir, opts.SystemLogQuery))
+	} else {
+		handle(logsPath, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			http.Error(w, "logs endpoint is disabled.", http.StatusMethodNotAllowed)
+		}))
 	}
 	handle("GET "+metricsPath, promhttp.HandlerFor(opts.Metrics, promhttp.HandlerOpts{}))
 	if opts.ProbeMetrics != nil {

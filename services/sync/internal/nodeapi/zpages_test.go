@@ -67,7 +67,7 @@ func TestZpages(t *testing.T) {
 		{desc: "statusz as text", path: "/statusz", token: "statusz", wantCode: 200, wantType: "text/plain; charset=utf-8",
 			check: func(t *testing.T, body string) {
 				for _, re := range []string{`kubelet statusz\n`, `\nStarted` + delim + ` `, `\nUp` + delim + ` \d+ hr`, `\nGo version` + delim + ` go1\.`,
-					`\nBinary version` + delim + ` 1\.36\.3\n`, `\nPaths` + delim + ` /attach /containerLogs /exec /flagz /healthz /metrics /pods /portForward /run /runningpods /statusz\n`} {
+					`\nBinary version` + delim + ` 1\.36\.3\n`, `\nPaths` + delim + ` /attach /containerLogs /exec /flagz /healthz /logs /metrics /pods /portForward /run /runningpods /statusz\n`} {
 					if !regexp.MustCompile(re).MatchString(body) {
 						t.Errorf("body %q does not match %q", body, re)
 					}

@@ -202,19 +202,19 @@ func nodeAPIStack(t *testing.T, pki, runtimeEndpoint string) (kubernetes.Interfa
 }
 
 // nodeAPIStackAt is nodeAPIStack with the node API on ip, the Node's
-// InternalIP.
-func nodeAPIStackAt(t *testing.T, pki, runtimeEndpoint, ip string) (kubernetes.Interface, *stack, string, int32) {
+// InternalIP, and sync's further flags syncArgs.
+func nodeAPIStackAt(t *testing.T, pki, runtimeEndpoint, ip string, syncArgs ...string) (kubernetes.Interface, *stack, string, int32) {
 	t.Helper()
 	admin, _ := kubeClient(t)
 	bindClusterRole(t, admin, "splitlet-test-kubelet-api-admin", "system:kubelet-api-admin",
 		rbacv1.Subject{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: kubeletClientUser})
-	client, s, node := nodeStackOn(t, runtimeEndpoint,
-		"--node-api-addr="+net.JoinHostPort(ip, "0"),
-		"--node-ip="+ip,
-		"--client-ca-file="+filepath.Join(pki, "ca.crt"),
-		"--node-api-tls-cert-file="+filepath.Join(pki, "node-api.crt"),
-		"--node-api-tls-private-key-file="+filepath.Join(pki, "node-api.key"),
-	)
+	client, s, node := nodeStackOn(t, runtimeEndpoint, append([]string{
+		"--node-api-addr=" + net.JoinHostPort(ip, "0"),
+		"--node-ip=" + ip,
+		"--client-ca-file=" + filepath.Join(pki, "ca.crt"),
+		"--node-api-tls-cert-file=" + filepath.Join(pki, "node-api.crt"),
+		"--node-api-tls-private-key-file=" + filepath.Join(pki, "node-api.key"),
+	}, syncArgs...)...)
 	var port int32
 	waitFor(t, 30*time.Second, "the Node carrying the node API's port and an InternalIP", func() (bool, string) {
 		n, err := client.CoreV1().Nodes().Get(t.Context(), node, metav1.GetOptions{})
