@@ -315,6 +315,10 @@ func (s *Stack) startSync(ctx context.Context) error {
 		// internal/kubeletnode: test images are imported from files, and
 		// a disk filled by other work would have it remove them.
 		"--image-gc-high-threshold=100",
+		// Tests run on machines with swap too, as the kubelet's in
+		// internal/kubeletnode (failSwapOn: false); containers are kept
+		// off it all the same (NoSwap).
+		"--fail-swap-on=false",
 	}
 	if s.Admission != nil {
 		args = append(args, "--admission-endpoint="+s.AdmissionAddr, "--admission-token-file="+s.TokenFile)

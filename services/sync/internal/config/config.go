@@ -161,6 +161,9 @@ type Config struct {
 	// NodeAPIAddr is where the kubelet's node API (logs, pods, metrics for
 	// the API server's proxy) is served over TLS; empty serves none.
 	NodeAPIAddr string
+	// FailSwapOn refuses to start on a node with swap on (the kubelet's
+	// failSwapOn, true by default).
+	FailSwapOn bool
 	// SystemLogDir is the directory the node API's /logs/ serves (the
 	// kubelet's fixed /var/log/); empty, from --enable-system-log-handler
 	// false, answers /logs/ with 405.
@@ -286,6 +289,7 @@ func Parse(args []string, output io.Writer) (Config, error) {
 	fs.StringVar(&cfg.ClientCAFile, "client-ca-file", "", "CA bundle verifying node API client certificates, e.g. the API server's --kubelet-client-certificate (the kubelet's --client-ca-file)")
 	fs.BoolVar(&cfg.AnonymousAuth, "anonymous-auth", false, "let node API requests without credentials through as system:anonymous, to be authorized by SubjectAccessReview (needs --kubeconfig)")
 	fs.StringVar(&cfg.PodResourcesSocket, "pod-resources-socket", defaultPodResourcesSocket, "unix socket of the kubelet's pod-resources gRPC API (List, Get, GetAllocatableResources) for monitoring agents; empty serves none")
+	fs.BoolVar(&cfg.FailSwapOn, "fail-swap-on", true, "refuse to start when the node has swap on (/proc/swaps), as the kubelet's failSwapOn; with false, containers are still kept off swap where the node's cgroups can (NoSwap)")
 	systemLogHandler := fs.Bool("enable-system-log-handler", true, "serve --system-log-dir on the node API's /logs/ (the kubelet's enableSystemLogHandler)")
 	fs.StringVar(&cfg.SystemLogDir, "system-log-dir", DefaultSystemLogDir, "directory the node API's /logs/ serves (the kubelet's /var/log/); in a container, where the host's /var/log is mounted")
 	fs.BoolVar(&cfg.SystemLogQuery, "enable-system-log-query", false, "answer node log queries on /logs/ (?query=<service or file>, sinceTime, untilTime, tailLines, pattern, boot) from journalctl or --system-log-dir (the kubelet's enableSystemLogQuery)")

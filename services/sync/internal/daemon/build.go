@@ -104,6 +104,7 @@ func build(ctx context.Context, cfg config.Config) (_ *daemon, retErr error) {
 		}
 	}()
 	for _, step := range []func(context.Context) error{
+		b.checkSwap,
 		b.dialRuntime,
 		b.openStore,
 		b.buildSources,
@@ -125,6 +126,22 @@ func build(ctx context.Context, cfg config.Config) (_ *daemon, retErr error) {
 	keeper.Register(b.reg)
 	b.d.keeper = keeper
 	return b.d, nil
+}
+
+// checkSwap refuses a node with swap on unless --fail-swap-on=false, as the
+// kubelet's NewContainerManager does before anything starts.
+func (b *builder) checkSwap(context.Context) error {
+	if !b.cfg.FailSwapOn {
+		return nil
+	}
+	on, err := kuberuntime.SwapOn("/proc/swaps")
+	if err != nil {
+		return fmt.Errorf("failed to determine if swap is on: %w", err)
+	}
+	if on {
+		return kuberuntime.ErrSwapOn
+	}
+	return nil
 }
 
 // dialRuntime makes the CRI client to the gateway. It does not connect:

@@ -23,7 +23,8 @@ func hostname() string {
 // systemInfo is the machine's part of the Node's status.nodeInfo, read as
 // the kubelet's cadvisor reads it (MachineInfo, VersionInfo): the kernel
 // release, /etc/os-release's PRETTY_NAME ("Linux" without one), the machine
-// ID, the DMI product UUID and the boot ID. What cannot be read stays empty.
+// ID, the DMI product UUID, the boot ID and the swap capacity. What cannot
+// be read stays empty.
 func systemInfo() v1.NodeSystemInfo {
 	firstLine := func(paths ...string) string {
 		for _, p := range paths {
@@ -43,6 +44,7 @@ func systemInfo() v1.NodeSystemInfo {
 	if unix.Uname(&u) == nil {
 		info.KernelVersion = unix.ByteSliceToString(u.Release[:])
 	}
+	info.Swap = nodeSwap("/proc/meminfo")
 	if b, err := os.ReadFile("/etc/os-release"); err == nil {
 		for _, line := range strings.Split(string(b), "\n") {
 			if v, ok := strings.CutPrefix(line, "PRETTY_NAME="); ok {
@@ -54,8 +56,22 @@ func systemInfo() v1.NodeSystemInfo {
 }
 
 // machineMemory reads MemTotal from /proc/meminfo in bytes; 0 when unknown.
-func machineMemory() int64 {
-	f, err := os.Open("/proc/meminfo")
+func machineMemory() int64 { return meminfoBytes("/proc/meminfo", "MemTotal") }
+
+// nodeSwap is the Node's status.nodeInfo.swap: the machine's swap capacity
+// (SwapTotal in /proc/meminfo, as cadvisor's MachineInfo.SwapCapacity),
+// nil without swap, as the kubelet's MachineInfo setter.
+func nodeSwap(meminfo string) *v1.NodeSwapStatus {
+	if swap := meminfoBytes(meminfo, "SwapTotal"); swap > 0 {
+		return &v1.NodeSwapStatus{Capacity: &swap}
+	}
+	return nil
+}
+
+// meminfoBytes reads field key of a /proc/meminfo file in bytes; 0 when
+// unknown.
+func meminfoBytes(path, key string) int64 {
+	f, err := os.Open(path)
 	if err != nil {
 		return 0
 	}
@@ -63,7 +79,7 @@ func machineMemory() int64 {
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
 		fields := strings.Fields(sc.Text())
-		if len(fields) >= 2 && fields[0] == "MemTotal:" {
+		if len(fields) >= 2 && fields[0] == key+":" {
 			kb, err := strconv.ParseInt(fields[1], 10, 64)
 			if err == nil {
 				return kb * 1024

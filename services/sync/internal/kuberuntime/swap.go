@@ -2,6 +2,8 @@ package kuberuntime
 
 import (
 	"bufio"
+	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -50,6 +52,24 @@ func DetectSwapController(root, selfCgroup string) SwapController {
 		return SwapControllerV1
 	}
 	return NoSwapController
+}
+
+// ErrSwapOn is why sync does not start on a node with swap unless told to
+// (--fail-swap-on=false): the kubelet's NewContainerManager message.
+var ErrSwapOn = errors.New("running with swap on is not supported, please disable swap or set --fail-swap-on flag to false")
+
+// SwapOn reports whether the node has swap on, as the kubelet's
+// swap.IsSwapOn reads it: procSwaps (/proc/swaps) has more than its header
+// line. A missing file is swap off.
+func SwapOn(procSwaps string) (bool, error) {
+	b, err := os.ReadFile(procSwaps)
+	if errors.Is(err, fs.ErrNotExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	return strings.Count(strings.TrimSpace(string(b)), "\n") > 0, nil
 }
 
 // unifiedCgroupPath returns the cgroup v2 path ("0::<path>") of a

@@ -46,6 +46,34 @@ func TestDetectSwapController(t *testing.T) {
 	}
 }
 
+func TestSwapOn(t *testing.T) {
+	const header = "Filename\t\t\t\tType\t\tSize\t\tUsed\t\tPriority\n"
+	for _, tc := range []struct {
+		desc    string
+		content *string // nil: no file
+		want    bool
+	}{
+		{desc: "no swap: the header alone", content: ptr(header)},
+		{desc: "a swap file", content: ptr(header + "/swapfile                               file\t\t2097148\t\t0\t\t-2\n"), want: true},
+		{desc: "no /proc/swaps"},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "swaps")
+			if tc.content != nil {
+				if err := os.WriteFile(path, []byte(*tc.content), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if got, err := SwapOn(path); err != nil || got != tc.want {
+				t.Errorf("SwapOn: %v, %v; want %v", got, err, tc.want)
+			}
+		})
+	}
+	if _, err := SwapOn(t.TempDir()); err == nil {
+		t.Error("SwapOn of a directory: no error")
+	}
+}
+
 // Every container is kept off swap when the node can limit it, the
 // kubelet's default NoSwap: on v1 the memory+swap limit equals the memory
 // limit (none without one), on v2 memory.swap.max is 0.
