@@ -38,6 +38,8 @@ const (
 	DefaultRuntimeEndpoint = "unix:///run/splitlet/gateway.sock"
 	DefaultStateDir        = "/var/lib/splitlet/sync"
 	DefaultPodLogsRoot     = "/var/log/pods"
+	// DefaultCPUCFSQuotaPeriod is the kubelet's cpuCFSQuotaPeriod default.
+	DefaultCPUCFSQuotaPeriod = 100 * time.Millisecond
 	// DefaultSystemLogDir is the kubelet's nodeLogDir.
 	DefaultSystemLogDir = "/var/log/"
 	// DefaultResyncInterval is the kubelet's --sync-frequency. Events, the
@@ -161,6 +163,11 @@ type Config struct {
 	// NodeAPIAddr is where the kubelet's node API (logs, pods, metrics for
 	// the API server's proxy) is served over TLS; empty serves none.
 	NodeAPIAddr string
+	// CPUCFSQuota makes CPU limits CFS quotas (the kubelet's cpuCFSQuota,
+	// true by default) with the period CPUCFSQuotaPeriod (its
+	// cpuCFSQuotaPeriod, 100 ms by default).
+	CPUCFSQuota       bool
+	CPUCFSQuotaPeriod time.Duration
 	// FailSwapOn refuses to start on a node with swap on (the kubelet's
 	// failSwapOn, true by default).
 	FailSwapOn bool
@@ -289,6 +296,8 @@ func Parse(args []string, output io.Writer) (Config, error) {
 	fs.StringVar(&cfg.ClientCAFile, "client-ca-file", "", "CA bundle verifying node API client certificates, e.g. the API server's --kubelet-client-certificate (the kubelet's --client-ca-file)")
 	fs.BoolVar(&cfg.AnonymousAuth, "anonymous-auth", false, "let node API requests without credentials through as system:anonymous, to be authorized by SubjectAccessReview (needs --kubeconfig)")
 	fs.StringVar(&cfg.PodResourcesSocket, "pod-resources-socket", defaultPodResourcesSocket, "unix socket of the kubelet's pod-resources gRPC API (List, Get, GetAllocatableResources) for monitoring agents; empty serves none")
+	fs.BoolVar(&cfg.CPUCFSQuota, "cpu-cfs-quota", true, "enforce containers' CPU limits as CFS quotas (the kubelet's flag); false sets no quota or period")
+	fs.DurationVar(&cfg.CPUCFSQuotaPeriod, "cpu-cfs-quota-period", DefaultCPUCFSQuotaPeriod, "the CFS period CPU limits are quotas of (cpu.cfs_period_us; the kubelet's flag), 1ms to 1s")
 	fs.BoolVar(&cfg.FailSwapOn, "fail-swap-on", true, "refuse to start when the node has swap on (/proc/swaps), as the kubelet's failSwapOn; with false, containers are still kept off swap where the node's cgroups can (NoSwap)")
 	systemLogHandler := fs.Bool("enable-system-log-handler", true, "serve --system-log-dir on the node API's /logs/ (the kubelet's enableSystemLogHandler)")
 	fs.StringVar(&cfg.SystemLogDir, "system-log-dir", DefaultSystemLogDir, "directory the node API's /logs/ serves (the kubelet's /var/log/); in a container, where the host's /var/log is mounted")
@@ -305,6 +314,10 @@ func Parse(args []string, output io.Writer) (Config, error) {
 	}
 	if err := cfg.LogLevel.UnmarshalText([]byte(level)); err != nil {
 		return Config{}, fmt.Errorf("--log-level: %w", err)
+	}
+	// The kubelet's configuration validation, message included.
+	if cfg.CPUCFSQuotaPeriod < time.Millisecond || cfg.CPUCFSQuotaPeriod > time.Second {
+		return Config{}, fmt.Errorf("invalid configuration: cpuCFSQuotaPeriod (--cpu-cfs-quota-period) %v must be between 1ms and 1sec, inclusive", cfg.CPUCFSQuotaPeriod)
 	}
 	if !*systemLogHandler {
 		cfg.SystemLogDir = ""

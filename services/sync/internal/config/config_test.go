@@ -100,6 +100,14 @@ func TestParse(t *testing.T) {
 		{desc: "node API off by default, anonymous refused", args: []string{"--node-name=n"}, check: func(c Config) bool {
 			return c.NodeAPIAddr == "" && !c.AnonymousAuth && c.ClientCAFile == ""
 		}},
+		{desc: "CFS quotas with a 100ms period by default", args: []string{"--node-name=n"}, check: func(c Config) bool {
+			return c.CPUCFSQuota && c.CPUCFSQuotaPeriod == 100*time.Millisecond && c.FailSwapOn
+		}},
+		{desc: "CFS quotas off, another period, swap allowed", args: []string{"--cpu-cfs-quota=false", "--cpu-cfs-quota-period=1s", "--fail-swap-on=false"}, check: func(c Config) bool {
+			return !c.CPUCFSQuota && c.CPUCFSQuotaPeriod == time.Second && !c.FailSwapOn
+		}},
+		{desc: "a CFS period over 1s", args: []string{"--cpu-cfs-quota-period=1001ms"}, wantErr: "cpuCFSQuotaPeriod (--cpu-cfs-quota-period) 1.001s must be between 1ms and 1sec, inclusive"},
+		{desc: "a CFS period under 1ms", args: []string{"--cpu-cfs-quota-period=999us"}, wantErr: "must be between 1ms and 1sec"},
 		{desc: "/logs/ serves /var/log/ without queries by default", args: []string{"--node-name=n"}, check: func(c Config) bool {
 			return c.SystemLogDir == "/var/log/" && !c.SystemLogQuery
 		}},

@@ -256,9 +256,11 @@ func (b *builder) buildRuntimeManager(ctx context.Context) error {
 	if b.objects != nil {
 		runtimeClasses = b.objects
 	}
+	cfs := kuberuntime.CPUCFS{DisableQuota: !cfg.CPUCFSQuota, QuotaPeriod: cfg.CPUCFSQuotaPeriod}
 	b.runtimeManager = kuberuntime.NewManager(b.rt, b.images, kuberuntime.ManagerOptions{
-		Sandbox: kuberuntime.SandboxOptions{PodLogsRoot: cfg.PodLogsRoot, NodeIPs: cfg.NodeIPs, ClusterDNS: cfg.ClusterDNS, ClusterDomain: cfg.ClusterDomain},
+		Sandbox: kuberuntime.SandboxOptions{PodLogsRoot: cfg.PodLogsRoot, NodeIPs: cfg.NodeIPs, ClusterDNS: cfg.ClusterDNS, ClusterDomain: cfg.ClusterDomain, CFS: cfs},
 		Container: kuberuntime.ContainerOptions{
+			CFS:                   cfs,
 			EnvOptions:            envOptions,
 			PodLogsRoot:           cfg.PodLogsRoot,
 			PodVolumesRoot:        podsDir(cfg),

@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/containerd/errdefs"
 	"go.uber.org/zap"
@@ -219,8 +220,8 @@ type ContainerOptions struct {
 	// (DetectSwapController); containers are kept off swap through it.
 	// The zero value, NoSwapController, leaves swap to the runtime.
 	SwapController SwapController
-	// DisableCPUCFSQuota is the kubelet's --cpu-cfs-quota=false.
-	DisableCPUCFSQuota bool
+	// CFS is the kubelet's cpuCFSQuota and cpuCFSQuotaPeriod.
+	CFS CPUCFS
 	// SeccompProfileRoot resolves Localhost seccomp profiles; empty means
 	// DefaultSeccompProfileRoot.
 	SeccompProfileRoot string
@@ -622,7 +623,7 @@ func generateLinuxContainerResources(pod *v1.Pod, c *v1.Container, opts Containe
 			memLimit = pod.Spec.Resources.Limits.Memory()
 		}
 	}
-	res := calculateLinuxResources(cpuRequest, cpuLimit, memLimit, !opts.DisableCPUCFSQuota)
+	res := calculateLinuxResources(cpuRequest, cpuLimit, memLimit, opts.CFS.period())
 	adj, err := containerOOMScoreAdjust(pod, c, opts.MachineMemoryCapacity)
 	if err != nil {
 		return nil, err
@@ -638,7 +639,7 @@ const (
 	maxShares      = 262144
 	sharesPerCPU   = 1024
 	milliCPUToCPU  = 1000
-	quotaPeriod    = 100000 // 100ms, in microseconds
+	quotaPeriod    = 100000 // the kubelet's default 100ms, in microseconds
 	minQuotaPeriod = 1000
 )
 
@@ -679,8 +680,31 @@ func quotaToMilliCPU(quota, period int64) int64 {
 	return quota * milliCPUToCPU / period
 }
 
-// calculateLinuxResources matches the kubelet's function of that name.
-func calculateLinuxResources(cpuRequest, cpuLimit, memoryLimit *resource.Quantity, cfsQuota bool) *runtimeapi.LinuxContainerResources {
+// CPUCFS is how CPU limits become CFS quotas: the kubelet's cpuCFSQuota
+// (--cpu-cfs-quota) and cpuCFSQuotaPeriod (--cpu-cfs-quota-period, the
+// CPUCFSQuotaPeriod gate, GA). The zero value is the kubelet's default:
+// quotas with a 100 ms period.
+type CPUCFS struct {
+	// DisableQuota is --cpu-cfs-quota=false: no quota and no period.
+	DisableQuota bool
+	// QuotaPeriod is cpu.cfs_period_us; zero is 100 ms.
+	QuotaPeriod time.Duration
+}
+
+// period is the CFS period in microseconds, 0 with quotas off.
+func (c CPUCFS) period() int64 {
+	switch {
+	case c.DisableQuota:
+		return 0
+	case c.QuotaPeriod == 0:
+		return quotaPeriod
+	}
+	return int64(c.QuotaPeriod / time.Microsecond)
+}
+
+// calculateLinuxResources matches the kubelet's function of that name;
+// cfsPeriod is CPUCFS.period (0: no quota).
+func calculateLinuxResources(cpuRequest, cpuLimit, memoryLimit *resource.Quantity, cfsPeriod int64) *runtimeapi.LinuxContainerResources {
 	res := &runtimeapi.LinuxContainerResources{}
 	// A limit without a request means request = limit; the API server
 	// defaults that, and the kubelet repeats it for older objects.
@@ -692,10 +716,10 @@ func calculateLinuxResources(cpuRequest, cpuLimit, memoryLimit *resource.Quantit
 	if memoryLimit != nil {
 		res.MemoryLimitInBytes = memoryLimit.Value()
 	}
-	if cfsQuota {
-		res.CpuPeriod = quotaPeriod
+	if cfsPeriod > 0 {
+		res.CpuPeriod = cfsPeriod
 		if cpuLimit != nil {
-			res.CpuQuota = milliCPUToQuota(cpuLimit.MilliValue(), quotaPeriod)
+			res.CpuQuota = milliCPUToQuota(cpuLimit.MilliValue(), cfsPeriod)
 		}
 	}
 	return res

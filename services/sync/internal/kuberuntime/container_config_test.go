@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/containerd/errdefs"
 	v1 "k8s.io/api/core/v1"
@@ -577,7 +578,7 @@ func TestContainerResources(t *testing.T) {
 		desc      string
 		resources v1.ResourceRequirements
 		podLimits v1.ResourceList
-		noQuota   bool
+		cfs       CPUCFS
 		want      *runtimeapi.LinuxContainerResources
 	}{
 		{
@@ -610,8 +611,20 @@ func TestContainerResources(t *testing.T) {
 		{
 			desc:      "quota disabled",
 			resources: v1.ResourceRequirements{Limits: v1.ResourceList{v1.ResourceCPU: resource.MustParse("2")}},
-			noQuota:   true,
+			cfs:       CPUCFS{DisableQuota: true},
 			want:      &runtimeapi.LinuxContainerResources{CpuShares: 2048},
+		},
+		{
+			desc:      "a 50ms quota period",
+			resources: v1.ResourceRequirements{Limits: v1.ResourceList{v1.ResourceCPU: resource.MustParse("500m")}},
+			cfs:       CPUCFS{QuotaPeriod: 50 * time.Millisecond},
+			want:      &runtimeapi.LinuxContainerResources{CpuShares: 512, CpuQuota: 25000, CpuPeriod: 50000},
+		},
+		{
+			desc:      "a 5ms period: the quota is at least 1ms",
+			resources: v1.ResourceRequirements{Limits: v1.ResourceList{v1.ResourceCPU: resource.MustParse("100m")}},
+			cfs:       CPUCFS{QuotaPeriod: 5 * time.Millisecond},
+			want:      &runtimeapi.LinuxContainerResources{CpuShares: 102, CpuQuota: 1000, CpuPeriod: 5000},
 		},
 	}
 	for _, tc := range cases {
@@ -623,7 +636,7 @@ func TestContainerResources(t *testing.T) {
 				pod.Spec.Resources = &v1.ResourceRequirements{Limits: tc.podLimits}
 			}
 			opts := containerOpts(newFakeFS())
-			opts.DisableCPUCFSQuota = tc.noQuota
+			opts.CFS = tc.cfs
 			got := generate(t, pod, c, 0, opts).GetLinux().GetResources()
 			if got.CpuShares != tc.want.CpuShares || got.CpuQuota != tc.want.CpuQuota || got.CpuPeriod != tc.want.CpuPeriod ||
 				got.MemoryLimitInBytes != tc.want.MemoryLimitInBytes {

@@ -79,9 +79,9 @@ type SandboxOptions struct {
 	PodLogsRoot string
 	// CgroupParent names a pod's cgroup; nil means CgroupfsPodCgroupParent.
 	CgroupParent CgroupParentFunc
-	// DisableCPUCFSQuota is the kubelet's --cpu-cfs-quota=false: no CPU
-	// quota is set from limits.
-	DisableCPUCFSQuota bool
+	// CFS is the kubelet's cpuCFSQuota and cpuCFSQuotaPeriod, as for
+	// containers (ContainerOptions.CFS).
+	CFS CPUCFS
 }
 
 // CgroupfsPodCgroupParent names a pod's cgroup the way the kubelet does with
@@ -218,8 +218,8 @@ func generatePodSandboxLinuxConfig(pod *v1.Pod, opts SandboxOptions) (*runtimeap
 			lc.SecurityContext.SelinuxOptions = &runtimeapi.SELinuxOption{User: o.User, Role: o.Role, Type: o.Type, Level: o.Level}
 		}
 	}
-	lc.Resources = sandboxResources(pod, !opts.DisableCPUCFSQuota)
-	lc.Overhead = overheadResources(pod, !opts.DisableCPUCFSQuota)
+	lc.Resources = sandboxResources(pod, opts.CFS.period())
+	lc.Overhead = overheadResources(pod, opts.CFS.period())
 	return lc, nil
 }
 
@@ -303,25 +303,25 @@ func hasPrivilegedContainer(pod *v1.Pod) bool {
 // (PodLevelResources on): pod-level values win; otherwise the larger of the
 // regular containers plus sidecars and the biggest init container step
 // (which runs beside the sidecars started before it).
-func sandboxResources(pod *v1.Pod, cfsQuota bool) *runtimeapi.LinuxContainerResources {
+func sandboxResources(pod *v1.Pod, cfsPeriod int64) *runtimeapi.LinuxContainerResources {
 	req := aggregatePodResources(pod, func(r v1.ResourceRequirements) v1.ResourceList { return r.Requests })
 	lim := aggregatePodResources(pod, func(r v1.ResourceRequirements) v1.ResourceList { return r.Limits })
 	var cpuRequest *resource.Quantity
 	if q, ok := req[v1.ResourceCPU]; ok {
 		cpuRequest = &q
 	}
-	return calculateLinuxResources(cpuRequest, lim.Cpu(), lim.Memory(), cfsQuota)
+	return calculateLinuxResources(cpuRequest, lim.Cpu(), lim.Memory(), cfsPeriod)
 }
 
 // overheadResources is the pod overhead (runtime class overhead) as Linux
 // resources, request equal to limit; empty when the pod has none. Matches the
 // kubelet's convertOverheadToLinuxResources.
-func overheadResources(pod *v1.Pod, cfsQuota bool) *runtimeapi.LinuxContainerResources {
+func overheadResources(pod *v1.Pod, cfsPeriod int64) *runtimeapi.LinuxContainerResources {
 	if pod.Spec.Overhead == nil {
 		return &runtimeapi.LinuxContainerResources{}
 	}
 	cpu := pod.Spec.Overhead.Cpu()
-	return calculateLinuxResources(cpu, cpu, pod.Spec.Overhead.Memory(), cfsQuota)
+	return calculateLinuxResources(cpu, cpu, pod.Spec.Overhead.Memory(), cfsPeriod)
 }
 
 // aggregatePodResources sums one side (requests or limits) of the pod's

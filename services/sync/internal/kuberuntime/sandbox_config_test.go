@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/containerd/errdefs"
 	v1 "k8s.io/api/core/v1"
@@ -393,7 +394,16 @@ func TestGeneratePodSandboxConfigResources(t *testing.T) {
 		t.Errorf("overhead = %v, want shares 256, quota 25000, memory 120Mi", ov)
 	}
 
-	opts.DisableCPUCFSQuota = true
+	opts.CFS = CPUCFS{QuotaPeriod: 20 * time.Millisecond}
+	cfg, err = generatePodSandboxConfig(context.Background(), pod, 0, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res, ov := cfg.GetLinux().GetResources(), cfg.GetLinux().GetOverhead(); res.CpuQuota != 10000 || res.CpuPeriod != 20000 || ov.CpuQuota != 5000 || ov.CpuPeriod != 20000 {
+		t.Errorf("a 20ms period: quota/period = %d/%d, overhead %d/%d; want 10000/20000 and 5000/20000", res.CpuQuota, res.CpuPeriod, ov.CpuQuota, ov.CpuPeriod)
+	}
+
+	opts.CFS = CPUCFS{DisableQuota: true}
 	cfg, err = generatePodSandboxConfig(context.Background(), pod, 0, opts)
 	if err != nil {
 		t.Fatal(err)
