@@ -76,3 +76,32 @@ func Admit(pod *v1.Pod) (ok bool, message string) {
 	}
 	return true, ""
 }
+
+// FailedCheckReason is the reason of the kubelet's warning event for a pod
+// update needing features the node does not declare
+// (events.FailedNodeDeclaredFeaturesCheck).
+const FailedCheckReason = "FailedNodeDeclaredFeaturesCheck"
+
+// CheckUpdate returns the event message for an update of oldPod to newPod
+// that needs features the node does not declare (a resize of a non-sidecar
+// init container, of pod-level resources, ...), "" when it needs none
+// missing. The caller only warns: the update still goes to the pod's
+// worker, as in the kubelet's HandlePodUpdates.
+func CheckUpdate(oldPod, newPod *v1.Pod) (message string, err error) {
+	reqs, err := framework.InferForPodUpdate(&ndf.PodInfo{Spec: &oldPod.Spec, Status: &oldPod.Status},
+		&ndf.PodInfo{Spec: &newPod.Spec, Status: &newPod.Status}, kubeletVersion)
+	if err != nil {
+		return "", fmt.Errorf("failed to infer required features for pod update: %w", err)
+	}
+	if reqs.IsEmpty() {
+		return "", nil
+	}
+	match, err := framework.MatchNodeFeatureSet(reqs, declaredSet)
+	if err != nil {
+		return "", fmt.Errorf("failed to match pod features with the node: %w", err)
+	}
+	if match.IsMatch {
+		return "", nil
+	}
+	return "Pod requires node features that are not available: " + strings.Join(match.UnsatisfiedRequirements, ", "), nil
+}

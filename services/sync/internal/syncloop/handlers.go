@@ -10,6 +10,7 @@ import (
 
 	"github.com/splitlet/splitlet/internal/logctx"
 	"github.com/splitlet/splitlet/internal/qos"
+	"github.com/splitlet/splitlet/services/sync/internal/nodefeatures"
 	"github.com/splitlet/splitlet/services/sync/internal/status"
 	"github.com/splitlet/splitlet/services/sync/internal/worker"
 )
@@ -98,6 +99,7 @@ func (k *Kubelet) rejectPod(ctx context.Context, pod *v1.Pod, reason, message st
 // their workers. Matches the kubelet's HandlePodUpdates.
 func (k *Kubelet) HandlePodUpdates(ctx context.Context, pods []*v1.Pod) {
 	for _, pod := range pods {
+		oldPod := k.podManager.GetPodByUID(pod.UID)
 		k.podManager.UpdatePod(pod)
 		k.mu.Lock()
 		// Neither a pod admission refused nor one waiting for admission
@@ -123,7 +125,25 @@ func (k *Kubelet) HandlePodUpdates(ctx context.Context, pods []*v1.Pod) {
 		// A changed spec may be a resize: decided before the worker
 		// syncs, so that the sync applies it at once.
 		k.handlePodResourcesResize(ctx, pod)
+		if oldPod != nil {
+			k.warnUndeclaredFeatures(ctx, oldPod, pod)
+		}
 		k.workers.UpdatePod(worker.UpdatePodOptions{UpdateType: worker.SyncPodUpdate, Pod: pod})
+	}
+}
+
+// warnUndeclaredFeatures records a warning event when the update of oldPod
+// to pod needs features the node does not declare, as the kubelet's
+// HandlePodUpdates does with NodeDeclaredFeatures (beta, on in v1.36).
+func (k *Kubelet) warnUndeclaredFeatures(ctx context.Context, oldPod, pod *v1.Pod) {
+	message, err := nodefeatures.CheckUpdate(oldPod, pod)
+	if err != nil {
+		logctx.From(ctx).Error("cannot check the pod update's node features", zap.String("pod", pod.Namespace+"/"+pod.Name), zap.Error(err))
+		return
+	}
+	if message != "" {
+		logctx.From(ctx).Info("pod requires node features that are not available", zap.String("pod", pod.Namespace+"/"+pod.Name), zap.String("message", message))
+		k.opts.Recorder.Eventf(pod, v1.EventTypeWarning, nodefeatures.FailedCheckReason, "%s", message)
 	}
 }
 

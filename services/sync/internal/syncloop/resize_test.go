@@ -3,12 +3,14 @@ package syncloop
 import (
 	"context"
 	"slices"
+	"strings"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/splitlet/splitlet/services/sync/internal/events"
+	"github.com/splitlet/splitlet/services/sync/internal/nodefeatures"
 )
 
 func withCPU(pod *v1.Pod, q string) *v1.Pod {
@@ -80,5 +82,36 @@ func TestResizeDeferredThenGranted(t *testing.T) {
 	}
 	if got := rec.Events(); !slices.Equal(got, want) {
 		t.Errorf("events = %q, want %q", got, want)
+	}
+}
+
+// An update needing a feature the node does not declare (here a resize of
+// a non-sidecar init container, InPlacePodVerticalScalingInitContainers)
+// gets the kubelet's warning event; one needing nothing undeclared (a
+// regular container's resize) gets none.
+func TestUpdateNeedingUndeclaredFeatureWarns(t *testing.T) {
+	h := newAdmitHarness(t, FailurePolicyFail)
+	rec := &events.FakeRecorder{}
+	h.k.opts.Recorder = recorderWithForget{rec}
+	ctx := context.Background()
+	pod := withCPU(testPod("web", 1), "100m")
+	pod.Spec.InitContainers = []v1.Container{{Name: "setup", Image: "i"}}
+	h.k.HandlePodAdditions(ctx, []*v1.Pod{pod})
+
+	h.k.HandlePodUpdates(ctx, []*v1.Pod{withCPU(pod, "200m")})
+	for _, e := range rec.Events() {
+		if strings.Contains(e, nodefeatures.FailedCheckReason) {
+			t.Errorf("a regular container's resize: event %q", e)
+		}
+	}
+
+	resized := pod.DeepCopy()
+	cpu := v1.ResourceList{v1.ResourceCPU: resource.MustParse("50m")}
+	resized.Spec.InitContainers[0].Resources = v1.ResourceRequirements{Requests: cpu, Limits: cpu}
+	resized.Generation += 2
+	h.k.HandlePodUpdates(ctx, []*v1.Pod{resized})
+	want := "Warning FailedNodeDeclaredFeaturesCheck Pod requires node features that are not available: InPlacePodVerticalScalingInitContainers"
+	if !slices.Contains(rec.Events(), want) {
+		t.Errorf("events = %q, want %q", rec.Events(), want)
 	}
 }
