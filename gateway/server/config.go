@@ -72,6 +72,9 @@ type Config struct {
 	RuntimeEndpoint string
 	// FakePreloadImages are images the fake backend holds from the start.
 	FakePreloadImages []string
+	// FakeSystemdCgroups has the fake backend report the systemd cgroup
+	// driver.
+	FakeSystemdCgroups bool
 }
 
 // TLSConfig names the PEM files of the TCP listener's mutual TLS.

@@ -97,6 +97,10 @@ type Options struct {
 	// the address it listens on, so give a routable one, not a wildcard,
 	// for clients on other hosts.
 	StreamingAddr string
+	// SystemdCgroups has RuntimeConfig report the systemd cgroup driver, as
+	// containerd with SystemdCgroup does (default: cgroupfs). The fake
+	// makes no cgroups either way.
+	SystemdCgroups bool
 }
 
 // Runtime is the in-memory CRI runtime. It implements backend.Runtime and
@@ -112,6 +116,7 @@ type Runtime struct {
 	name        string
 	version     string
 	timeoutUnit time.Duration
+	cgroups     runtimeapi.CgroupDriver
 
 	// mu guards the store: sandboxes, containers, images and their indexes.
 	// Events are published while mu is held so subscribers see them in the
@@ -148,7 +153,11 @@ func New(opts Options) *Runtime {
 		name:        opts.RuntimeName,
 		version:     opts.RuntimeVersion,
 		timeoutUnit: opts.TimeoutUnit,
+		cgroups:     runtimeapi.CgroupDriver_CGROUPFS,
 		st:          newStore(),
+	}
+	if opts.SystemdCgroups {
+		r.cgroups = runtimeapi.CgroupDriver_SYSTEMD
 	}
 	if r.clock == nil {
 		r.clock = time.Now

@@ -163,6 +163,10 @@ func TestRuntimeInfoRPCs(t *testing.T) {
 	if err != nil || rc.Linux.CgroupDriver != runtimeapi.CgroupDriver_CGROUPFS {
 		t.Fatalf("RuntimeConfig = %v, %v", rc, err)
 	}
+	rc, err = New(Options{SystemdCgroups: true}).RuntimeConfig(ctx, &runtimeapi.RuntimeConfigRequest{})
+	if err != nil || rc.Linux.CgroupDriver != runtimeapi.CgroupDriver_SYSTEMD {
+		t.Fatalf("RuntimeConfig with SystemdCgroups = %v, %v", rc, err)
+	}
 	if _, err := r.CheckpointPod(ctx, &runtimeapi.CheckpointPodRequest{}); !errdefs.IsNotImplemented(err) {
 		t.Fatalf("CheckpointPod err = %v", err)
 	}

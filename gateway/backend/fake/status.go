@@ -58,13 +58,13 @@ func (r *Runtime) Status(ctx context.Context, req *runtimeapi.StatusRequest) (*r
 	return resp, nil
 }
 
-// RuntimeConfig reports the cgroupfs cgroup driver.
+// RuntimeConfig reports the cgroup driver of Options.SystemdCgroups.
 func (r *Runtime) RuntimeConfig(ctx context.Context, _ *runtimeapi.RuntimeConfigRequest) (*runtimeapi.RuntimeConfigResponse, error) {
 	if err := r.inject(ctx, "RuntimeConfig"); err != nil {
 		return nil, err
 	}
 	return &runtimeapi.RuntimeConfigResponse{
-		Linux: &runtimeapi.LinuxRuntimeConfiguration{CgroupDriver: runtimeapi.CgroupDriver_CGROUPFS},
+		Linux: &runtimeapi.LinuxRuntimeConfiguration{CgroupDriver: r.cgroups},
 	}, nil
 }
 

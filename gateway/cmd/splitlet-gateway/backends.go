@@ -14,9 +14,10 @@ import (
 	"github.com/splitlet/splitlet/internal/tracing"
 )
 
-// newFakeBackend is the in-memory runtime, preloaded with --fake-preload-images.
+// newFakeBackend is the in-memory runtime, preloaded with
+// --fake-preload-images, on the cgroup driver of --fake-cgroup-driver.
 func newFakeBackend(_ context.Context, cfg server.Config, log *zap.Logger) (backend.Runtime, error) {
-	rt := fake.New(fake.Options{Logger: log, LoggerFromContext: logctx.Lookup})
+	rt := fake.New(fake.Options{Logger: log, LoggerFromContext: logctx.Lookup, SystemdCgroups: cfg.FakeSystemdCgroups})
 	if err := rt.Preload(cfg.FakePreloadImages...); err != nil {
 		rt.Close()
 		return nil, fmt.Errorf("preload images: %w", err)

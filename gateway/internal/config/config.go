@@ -117,6 +117,7 @@ func Parse(args []string, output io.Writer) (Config, error) {
 	fs.StringVar(&cfg.LogFormat, "log-format", "json", `log encoding: "json" or "console"`)
 	fs.StringVar(&preload, "fake-preload-images", "",
 		"comma-separated image references the fake backend holds from the start, as if pulled")
+	fakeCgroupDriver := fs.String("fake-cgroup-driver", "cgroupfs", "the cgroup driver the fake backend reports in CRI RuntimeConfig: cgroupfs or systemd (it makes no cgroups)")
 	fs.BoolVar(&cfg.ShowVersion, "version", false, "print the version and exit")
 	cfg.Tracing.AddFlags(fs)
 
@@ -155,6 +156,16 @@ func Parse(args []string, output io.Writer) (Config, error) {
 	}
 	if s.Backend != "fake" && len(s.FakePreloadImages) > 0 {
 		return Config{}, fmt.Errorf("--fake-preload-images needs --backend=fake")
+	}
+	switch *fakeCgroupDriver {
+	case "cgroupfs":
+	case "systemd":
+		if s.Backend != "fake" {
+			return Config{}, fmt.Errorf("--fake-cgroup-driver needs --backend=fake")
+		}
+		s.FakeSystemdCgroups = true
+	default:
+		return Config{}, fmt.Errorf(`--fake-cgroup-driver %q: want "cgroupfs" or "systemd"`, *fakeCgroupDriver)
 	}
 	if err := s.Validate(); err != nil {
 		return Config{}, err

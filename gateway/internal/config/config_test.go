@@ -95,6 +95,13 @@ func TestParse(t *testing.T) {
 		{desc: "bad log format", args: []string{"--log-format=xml"}, wantErr: "--log-format"},
 		{desc: "TCP without TLS files", args: []string{"--listen-tcp=127.0.0.1:0"}, wantErr: "mutual TLS is required"},
 		{desc: "preload with the cri backend", args: []string{"--backend=cri", "--fake-preload-images=a"}, wantErr: "needs --backend=fake"},
+		{desc: "the fake on the systemd cgroup driver", args: []string{"--fake-cgroup-driver=systemd"}, check: func(t *testing.T, c Config) {
+			if !c.Server.FakeSystemdCgroups {
+				t.Error("FakeSystemdCgroups not set")
+			}
+		}},
+		{desc: "a cgroup driver for the cri backend", args: []string{"--backend=cri", "--fake-cgroup-driver=systemd"}, wantErr: "--fake-cgroup-driver needs --backend=fake"},
+		{desc: "an unknown fake cgroup driver", args: []string{"--fake-cgroup-driver=v2"}, wantErr: `--fake-cgroup-driver "v2"`},
 		{desc: "profiling without a metrics server", args: []string{"--profiling", "--metrics-addr="}, wantErr: "--profiling needs --metrics-addr"},
 		{desc: "stray argument", args: []string{"extra"}, wantErr: "unexpected arguments: extra"},
 		{desc: "no socket and no TCP", args: []string{"--socket="}, wantErr: "a unix socket path or a TCP address is required"},
@@ -125,7 +132,7 @@ func TestHelpDocumentsEveryFlag(t *testing.T) {
 	for _, name := range []string{"backend", "runtime-endpoint", "socket", "socket-mode", "socket-group",
 		"listen-tcp", "tls-cert", "tls-key", "tls-client-ca", "metrics-addr", "profiling", "default-timeout",
 		"allow-privileged", "allow-host-network", "allow-host-pid", "allow-host-ipc", "allowed-host-path",
-		"log-level", "log-format", "fake-preload-images", "version"} {
+		"log-level", "log-format", "fake-preload-images", "fake-cgroup-driver", "version"} {
 		if !strings.Contains(out.String(), "-"+name) {
 			t.Errorf("help does not mention -%s", name)
 		}

@@ -71,6 +71,8 @@ type stackOptions struct {
 	// defaultPolicy runs the gateway with its default policy; otherwise
 	// every host path is allowed (--allowed-host-path=/).
 	defaultPolicy bool
+	// gatewayArgs are added to the gateway's command line.
+	gatewayArgs []string
 }
 
 // freeAddr returns a loopback address nobody listens on right now.
@@ -113,6 +115,7 @@ func startStack(t *testing.T, opts stackOptions) *stack {
 	if opts.defaultPolicy {
 		cfg.GatewayArgs = []string{"--log-level=warn"}
 	}
+	cfg.GatewayArgs = append(cfg.GatewayArgs, opts.gatewayArgs...)
 	if opts.admission != nil {
 		root := filepath.Join(dir, "adm-root")
 		if err := os.MkdirAll(root, 0o755); err != nil {

@@ -168,6 +168,10 @@ type Config struct {
 	// cpuCFSQuotaPeriod, 100 ms by default).
 	CPUCFSQuota       bool
 	CPUCFSQuotaPeriod time.Duration
+	// CgroupDriver is the kubelet's cgroupDriver, cgroupfs or systemd: how
+	// pod cgroups are named when the runtime does not say (CRI
+	// RuntimeConfig).
+	CgroupDriver string
 	// FailSwapOn refuses to start on a node with swap on (the kubelet's
 	// failSwapOn, true by default).
 	FailSwapOn bool
@@ -296,6 +300,7 @@ func Parse(args []string, output io.Writer) (Config, error) {
 	fs.StringVar(&cfg.ClientCAFile, "client-ca-file", "", "CA bundle verifying node API client certificates, e.g. the API server's --kubelet-client-certificate (the kubelet's --client-ca-file)")
 	fs.BoolVar(&cfg.AnonymousAuth, "anonymous-auth", false, "let node API requests without credentials through as system:anonymous, to be authorized by SubjectAccessReview (needs --kubeconfig)")
 	fs.StringVar(&cfg.PodResourcesSocket, "pod-resources-socket", defaultPodResourcesSocket, "unix socket of the kubelet's pod-resources gRPC API (List, Get, GetAllocatableResources) for monitoring agents; empty serves none")
+	fs.StringVar(&cfg.CgroupDriver, "cgroup-driver", "cgroupfs", "cgroupfs or systemd: how pod cgroups are named when the runtime does not report its driver (CRI RuntimeConfig, which containerd 2.x answers), as the kubelet's --cgroup-driver")
 	fs.BoolVar(&cfg.CPUCFSQuota, "cpu-cfs-quota", true, "enforce containers' CPU limits as CFS quotas (the kubelet's flag); false sets no quota or period")
 	fs.DurationVar(&cfg.CPUCFSQuotaPeriod, "cpu-cfs-quota-period", DefaultCPUCFSQuotaPeriod, "the CFS period CPU limits are quotas of (cpu.cfs_period_us; the kubelet's flag), 1ms to 1s")
 	fs.BoolVar(&cfg.FailSwapOn, "fail-swap-on", true, "refuse to start when the node has swap on (/proc/swaps), as the kubelet's failSwapOn; with false, containers are still kept off swap where the node's cgroups can (NoSwap)")
@@ -314,6 +319,9 @@ func Parse(args []string, output io.Writer) (Config, error) {
 	}
 	if err := cfg.LogLevel.UnmarshalText([]byte(level)); err != nil {
 		return Config{}, fmt.Errorf("--log-level: %w", err)
+	}
+	if cfg.CgroupDriver != "cgroupfs" && cfg.CgroupDriver != "systemd" {
+		return Config{}, fmt.Errorf("--cgroup-driver %q: want cgroupfs or systemd", cfg.CgroupDriver)
 	}
 	// The kubelet's configuration validation, message included.
 	if cfg.CPUCFSQuotaPeriod < time.Millisecond || cfg.CPUCFSQuotaPeriod > time.Second {

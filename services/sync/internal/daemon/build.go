@@ -58,9 +58,11 @@ type builder struct {
 	log *zap.Logger
 	d   *daemon
 
-	rt     runtimeapi.RuntimeServiceClient
-	images runtimeapi.ImageServiceClient
-	kept   map[types.UID]store.KeptStatus
+	rt runtimeapi.RuntimeServiceClient
+	// cgroupDriver is the runtime's, which names pod cgroups.
+	cgroupDriver kuberuntime.CgroupDriver
+	images       runtimeapi.ImageServiceClient
+	kept         map[types.UID]store.KeptStatus
 
 	admission  *admissionConn
 	kubeClient kubernetes.Interface
@@ -106,6 +108,7 @@ func build(ctx context.Context, cfg config.Config) (_ *daemon, retErr error) {
 	for _, step := range []func(context.Context) error{
 		b.checkSwap,
 		b.dialRuntime,
+		b.detectCgroupDriver,
 		b.openStore,
 		b.buildSources,
 		b.buildRuntimeManager,
@@ -258,7 +261,8 @@ func (b *builder) buildRuntimeManager(ctx context.Context) error {
 	}
 	cfs := kuberuntime.CPUCFS{DisableQuota: !cfg.CPUCFSQuota, QuotaPeriod: cfg.CPUCFSQuotaPeriod}
 	b.runtimeManager = kuberuntime.NewManager(b.rt, b.images, kuberuntime.ManagerOptions{
-		Sandbox: kuberuntime.SandboxOptions{PodLogsRoot: cfg.PodLogsRoot, NodeIPs: cfg.NodeIPs, ClusterDNS: cfg.ClusterDNS, ClusterDomain: cfg.ClusterDomain, CFS: cfs},
+		Sandbox: kuberuntime.SandboxOptions{PodLogsRoot: cfg.PodLogsRoot, NodeIPs: cfg.NodeIPs, ClusterDNS: cfg.ClusterDNS, ClusterDomain: cfg.ClusterDomain, CFS: cfs,
+			CgroupParent: b.cgroupDriver.PodCgroupParent()},
 		Container: kuberuntime.ContainerOptions{
 			CFS:                   cfs,
 			EnvOptions:            envOptions,
@@ -322,7 +326,7 @@ func (b *builder) buildSyncLoop(ctx context.Context) error {
 		BackOffPeriod:     min(cfg.BackOffBase, cfg.ResyncInterval),
 		RelistInterval:    cfg.RelistInterval,
 		ContainerGCPeriod: cfg.ContainerGCPeriod,
-		PodCgroups:        podCgroups(cfg.CgroupRoot),
+		PodCgroups:        b.podCgroups(),
 		HostIPs:           cfg.NodeIPs,
 		KeptStatus: func(uid types.UID) (v1.PodStatus, bool) {
 			k, ok := b.kept[uid]
@@ -343,6 +347,29 @@ func (b *builder) buildSyncLoop(ctx context.Context) error {
 	return nil
 }
 
+// cgroupDriverRetry is how often sync asks again for the runtime's cgroup
+// driver while the runtime does not answer (the kubelet's 2 s).
+const cgroupDriverRetry = 2 * time.Second
+
+// detectCgroupDriver learns the runtime's cgroup driver, which names pod
+// cgroups, as the kubelet does at start (getCgroupDriverFromCRI), waiting
+// for the runtime at most --runtime-request-timeout.
+func (b *builder) detectCgroupDriver(ctx context.Context) error {
+	fallback, err := kuberuntime.ParseCgroupDriver(b.cfg.CgroupDriver)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, b.cfg.RuntimeRequestTimeout)
+	defer cancel()
+	driver, err := kuberuntime.DetectCgroupDriver(ctx, b.rt, fallback, cgroupDriverRetry)
+	if err != nil {
+		return err
+	}
+	b.log.Info("using cgroup driver", zap.String("cgroupDriver", string(driver)), zap.String("configured", string(fallback)))
+	b.cgroupDriver = driver
+	return nil
+}
+
 // buildStats makes the kubelet's stats provider and its image garbage
 // collector, which frees the image filesystem it reports on.
 func (b *builder) buildStats(context.Context) error {
@@ -351,7 +378,7 @@ func (b *builder) buildStats(context.Context) error {
 		NodeName: cfg.NodeName, Runtime: b.rt, Images: b.images,
 		Host:    stats.Host{CgroupRoot: cfg.CgroupRoot},
 		RootDir: cfg.StateDir, PodLogsRoot: cfg.PodLogsRoot, PodsDir: podsDir(cfg),
-		PodCgroupRoot: "/kubepods", // kuberuntime.CgroupfsPodCgroupParent's root
+		PodCgroupRoot: b.cgroupDriver.PodCgroupRoot(),
 	})
 	gc, err := imagegc.New(imagegc.Options{
 		Policy: cfg.ImageGC, Runtime: b.rt, Images: b.images, Registerer: b.reg,
@@ -622,13 +649,19 @@ func allowedSysctls(ctx context.Context, unsafe []string) (*sysctl.Allowlist, er
 	return w, nil
 }
 
-// podCgroups returns the remover of pod cgroups under root, or nil (no
-// removal) when root is empty.
-func podCgroups(root string) syncloop.PodCgroupRemover {
-	if root == "" {
+// podCgroups returns the remover of pod cgroups under --cgroup-root, or
+// nil (no removal) when it is empty or the runtime is on the systemd
+// driver, whose pod slices are systemd units that only systemd should stop
+// (the kubelet asks it over D-Bus, which sync does not do).
+func (b *builder) podCgroups() syncloop.PodCgroupRemover {
+	if b.cfg.CgroupRoot == "" {
 		return nil
 	}
-	return cm.New(root)
+	if b.cgroupDriver == kuberuntime.SystemdDriver {
+		b.log.Info("the runtime uses the systemd cgroup driver: pod slices are left to systemd")
+		return nil
+	}
+	return cm.New(b.cfg.CgroupRoot)
 }
 
 // mirrorSetter is m as a MirrorSetter, nil (mirror pods dropped) when

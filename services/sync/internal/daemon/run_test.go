@@ -26,6 +26,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/splitlet/splitlet/services/sync/internal/config"
+	"github.com/splitlet/splitlet/services/sync/internal/kuberuntime"
 	"github.com/splitlet/splitlet/services/sync/internal/podresources"
 )
 
@@ -54,20 +56,23 @@ func TestAddOpsProfiling(t *testing.T) {
 	}
 }
 
-// TestPodCgroups: --cgroup-root= (empty) turns pod cgroup removal off; any
-// other root turns it on.
+// TestPodCgroups: --cgroup-root= (empty) turns pod cgroup removal off, as
+// does a runtime on the systemd driver; any other root turns it on.
 func TestPodCgroups(t *testing.T) {
 	for _, tc := range []struct {
-		desc string
-		root string
-		want bool
+		desc   string
+		root   string
+		driver kuberuntime.CgroupDriver
+		want   bool
 	}{
-		{desc: "empty root disables removal", root: "", want: false},
-		{desc: "default root enables removal", root: "/sys/fs/cgroup", want: true},
+		{desc: "empty root disables removal", root: "", driver: kuberuntime.CgroupfsDriver, want: false},
+		{desc: "default root enables removal", root: "/sys/fs/cgroup", driver: kuberuntime.CgroupfsDriver, want: true},
+		{desc: "systemd's slices are left to systemd", root: "/sys/fs/cgroup", driver: kuberuntime.SystemdDriver, want: false},
 	} {
 		t.Run(tc.desc, func(t *testing.T) {
-			if got := podCgroups(tc.root) != nil; got != tc.want {
-				t.Errorf("podCgroups(%q) enabled = %v, want %v", tc.root, got, tc.want)
+			b := &builder{cfg: config.Config{CgroupRoot: tc.root}, log: zap.NewNop(), cgroupDriver: tc.driver}
+			if got := b.podCgroups() != nil; got != tc.want {
+				t.Errorf("podCgroups with root %q and driver %s enabled = %v, want %v", tc.root, tc.driver, got, tc.want)
 			}
 		})
 	}
