@@ -365,6 +365,7 @@ func (p *Provider) makeContainerStats(ctx context.Context, s *runtimeapi.Contain
 		out.CPU.Time = metav1.NewTime(time.Unix(0, cpu.GetTimestamp()))
 		out.CPU.UsageCoreNanoSeconds = u64(cpu.GetUsageCoreNanoSeconds())
 		out.CPU.UsageNanoCores = p.containerUsageNanoCores(ctx, s, update)
+		out.CPU.PSI = psiStats(cpu.GetPsi())
 	} else {
 		out.CPU = &statsapi.CPUStats{Time: now, UsageCoreNanoSeconds: zero(), UsageNanoCores: zero()}
 	}
@@ -377,9 +378,16 @@ func (p *Provider) makeContainerStats(ctx context.Context, s *runtimeapi.Contain
 			AvailableBytes:  u64(m.GetAvailableBytes()),
 			PageFaults:      u64(m.GetPageFaults()),
 			MajorPageFaults: u64(m.GetMajorPageFaults()),
+			PSI:             psiStats(m.GetPsi()),
 		}
 	} else {
 		*out.Memory = statsapi.MemoryStats{Time: now, WorkingSetBytes: zero(), UsageBytes: zero(), RSSBytes: zero()}
+	}
+	// KubeletPSI (GA): the container's IO pressure, stamped now when the
+	// runtime reports no IO.
+	out.IO = &statsapi.IOStats{Time: now}
+	if io := s.GetIo(); io != nil {
+		out.IO = &statsapi.IOStats{Time: metav1.NewTime(time.Unix(0, io.GetTimestamp())), PSI: psiStats(io.GetPsi())}
 	}
 	if sw := s.GetSwap(); sw != nil {
 		*out.Swap = statsapi.SwapStats{
@@ -440,6 +448,7 @@ func (p *Provider) makeContainerCPUAndMemoryStats(ctx context.Context, s *runtim
 			Time:                 metav1.NewTime(time.Unix(0, cpu.GetTimestamp())),
 			UsageNanoCores:       p.containerUsageNanoCores(ctx, s, false),
 			UsageCoreNanoSeconds: orZero(cpu.GetUsageCoreNanoSeconds()),
+			PSI:                  psiStats(cpu.GetPsi()),
 		}
 	} else {
 		out.CPU = &statsapi.CPUStats{Time: now, UsageCoreNanoSeconds: zero(), UsageNanoCores: zero()}
@@ -453,6 +462,7 @@ func (p *Provider) makeContainerCPUAndMemoryStats(ctx context.Context, s *runtim
 			RSSBytes:        orZero(m.GetRssBytes()),
 			PageFaults:      orZero(m.GetPageFaults()),
 			MajorPageFaults: orZero(m.GetMajorPageFaults()),
+			PSI:             psiStats(m.GetPsi()),
 		}
 	} else {
 		out.Memory = &statsapi.MemoryStats{Time: now, AvailableBytes: zero(), UsageBytes: zero(), WorkingSetBytes: zero(),
@@ -470,12 +480,16 @@ func (p *Provider) makeContainerCPUAndMemoryStats(ctx context.Context, s *runtim
 	return out
 }
 
-// addCRIPodStats fills a pod's own CPU, memory, network and process count
-// from its sandbox's stats (the kubelet's addCRIPodCPUStats,
-// addCRIPodMemoryStats, addCRIPodNetworkStats, addCRIPodProcessStats).
+// addCRIPodStats fills a pod's own CPU, memory, IO pressure, network and
+// process count from its sandbox's stats (the kubelet's addCRIPodCPUStats,
+// addCRIPodMemoryStats, addCRIPodIOStats, addCRIPodNetworkStats,
+// addCRIPodProcessStats).
 func addCRIPodStats(ps *statsapi.PodStats, s *runtimeapi.PodSandboxStats) {
 	addCRIPodCPUStats(ps, s)
 	addCRIPodMemoryStats(ps, s)
+	if io := s.GetLinux().GetIo(); io != nil {
+		ps.IO = &statsapi.IOStats{Time: metav1.NewTime(time.Unix(0, io.GetTimestamp())), PSI: psiStats(io.GetPsi())}
+	}
 	if n := s.GetLinux().GetNetwork(); n != nil {
 		ns := &statsapi.NetworkStats{
 			Time:           metav1.NewTime(time.Unix(0, n.GetTimestamp())),
@@ -498,6 +512,7 @@ func addCRIPodCPUStats(ps *statsapi.PodStats, s *runtimeapi.PodSandboxStats) {
 			Time:                 metav1.NewTime(time.Unix(0, cpu.GetTimestamp())),
 			UsageNanoCores:       u64(cpu.GetUsageNanoCores()),
 			UsageCoreNanoSeconds: u64(cpu.GetUsageCoreNanoSeconds()),
+			PSI:                  psiStats(cpu.GetPsi()),
 		}
 	}
 }
@@ -512,8 +527,25 @@ func addCRIPodMemoryStats(ps *statsapi.PodStats, s *runtimeapi.PodSandboxStats) 
 			RSSBytes:        u64(m.GetRssBytes()),
 			PageFaults:      u64(m.GetPageFaults()),
 			MajorPageFaults: u64(m.GetMajorPageFaults()),
+			PSI:             psiStats(m.GetPsi()),
 		}
 	}
+}
+
+// psiStats is the runtime's pressure stall information in the Summary's
+// form, nil when it reports none (cgroup v1, containerd 1.6); the kubelet's
+// makePSIStats with KubeletPSI (GA in v1.36).
+func psiStats(p *runtimeapi.PsiStats) *statsapi.PSIStats {
+	if p == nil {
+		return nil
+	}
+	data := func(d *runtimeapi.PsiData) statsapi.PSIData {
+		if d == nil {
+			return statsapi.PSIData{}
+		}
+		return statsapi.PSIData{Total: d.GetTotal(), Avg10: d.GetAvg10(), Avg60: d.GetAvg60(), Avg300: d.GetAvg300()}
+	}
+	return &statsapi.PSIStats{Full: data(p.GetFull()), Some: data(p.GetSome())}
 }
 
 func interfaceStats(i *runtimeapi.NetworkInterfaceUsage) statsapi.InterfaceStats {

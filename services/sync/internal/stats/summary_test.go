@@ -526,3 +526,70 @@ func TestVolumeStatsPeriod(t *testing.T) {
 		t.Fatalf("volume measurements %v kept for pods no longer listed", n.p.volumes.pods)
 	}
 }
+
+// TestSummaryPSI: the runtime's pressure stall information (cgroup v2)
+// reaches the Summary for containers and pods, CPU, memory and IO, as the
+// kubelet's makePSIStats has it with KubeletPSI; without it (cgroup v1)
+// there is none, and a container's IO section is still stamped.
+func TestSummaryPSI(t *testing.T) {
+	ctx := context.Background()
+	n := newNode(t)
+	s, err := n.p.Get(ctx, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := onlyPod(t, s).Containers[0]; c.CPU.PSI != nil || c.Memory.PSI != nil || c.IO == nil || c.IO.PSI != nil {
+		t.Errorf("no PSI from the runtime: container cpu %+v memory %+v io %+v", c.CPU.PSI, c.Memory.PSI, c.IO)
+	}
+
+	psi := func(total uint64) *runtimeapi.PsiStats {
+		return &runtimeapi.PsiStats{Some: &runtimeapi.PsiData{Total: total, Avg10: 1.5, Avg60: 0.5, Avg300: 0.25},
+			Full: &runtimeapi.PsiData{Total: total / 2}}
+	}
+	n.rt.mu.Lock()
+	app := n.rt.containerStats[0]
+	ts := app.GetCpu().GetTimestamp()
+	app.Cpu.Psi, app.Memory.Psi = psi(100), psi(200)
+	app.Io = &runtimeapi.IoUsage{Timestamp: ts, Psi: psi(300)}
+	sb := n.rt.sandboxStats[0].Linux
+	sb.Cpu.Psi, sb.Memory.Psi = psi(1000), psi(2000)
+	sb.Io = &runtimeapi.IoUsage{Timestamp: ts, Psi: psi(3000)}
+	n.rt.mu.Unlock()
+
+	want := func(what string, got *statsapi.PSIStats, total uint64) {
+		t.Helper()
+		w := statsapi.PSIStats{Some: statsapi.PSIData{Total: total, Avg10: 1.5, Avg60: 0.5, Avg300: 0.25}, Full: statsapi.PSIData{Total: total / 2}}
+		if got == nil || *got != w {
+			t.Errorf("%s PSI %+v, want %+v", what, got, w)
+		}
+	}
+	for _, cpuAndMemoryOnly := range []bool{false, true} {
+		get := n.p.Get
+		if cpuAndMemoryOnly {
+			get = func(ctx context.Context, _ bool) (*statsapi.Summary, error) { return n.p.GetCPUAndMemoryStats(ctx) }
+		}
+		s, err := get(ctx, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := onlyPod(t, s)
+		c := p.Containers[0]
+		want("container cpu", c.CPU.PSI, 100)
+		want("container memory", c.Memory.PSI, 200)
+		want("pod cpu", p.CPU.PSI, 1000)
+		want("pod memory", p.Memory.PSI, 2000)
+		if cpuAndMemoryOnly {
+			continue
+		}
+		if c.IO == nil || c.IO.Time.UnixNano() != ts {
+			t.Errorf("container io %+v: want the runtime's, at %d", c.IO, ts)
+		} else {
+			want("container io", c.IO.PSI, 300)
+		}
+		if p.IO == nil {
+			t.Error("pod io: none")
+		} else {
+			want("pod io", p.IO.PSI, 3000)
+		}
+	}
+}
