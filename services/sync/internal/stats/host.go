@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 
 	"github.com/splitlet/splitlet/services/sync/internal/cm"
 )
@@ -56,6 +57,10 @@ type cgroupSample struct {
 	// limitBytes is the memory limit; 0 when unlimited. For the root
 	// cgroup it is the machine's memory, as cAdvisor's root spec says.
 	limitBytes uint64
+	// cpuPSI, memoryPSI and ioPSI are the cgroup's pressure stall
+	// information (cgroup v2's *.pressure files), zero where there are
+	// none (cgroup v1, a kernel without PSI), as cAdvisor leaves them.
+	cpuPSI, memoryPSI, ioPSI statsapi.PSIStats
 }
 
 // maxMemorySize is cAdvisor's bound above which a limit means "unlimited"
@@ -116,6 +121,9 @@ func (h Host) cgroup(name string, now time.Time) (cgroupSample, error) {
 				s.limitBytes = v
 			}
 		}
+		s.cpuPSI = readPSI(filepath.Join(dir, "cpu.pressure"))
+		s.memoryPSI = readPSI(filepath.Join(dir, "memory.pressure"))
+		s.ioPSI = readPSI(filepath.Join(dir, "io.pressure"))
 	} else {
 		cpu, err := h.v1File(name, "cpuacct.usage", "cpuacct", "cpu,cpuacct")
 		if err != nil {
@@ -149,6 +157,46 @@ func (h Host) cgroup(name string, now time.Time) (cgroupSample, error) {
 		s.limitBytes = mi["MemTotal"]
 	}
 	return s, nil
+}
+
+// readPSI parses a cgroup v2 pressure file ("some avg10=0.12 avg60=0.05
+// avg300=0.01 total=12345", then a "full" line; total in microseconds,
+// passed on as cAdvisor's runc reads it); what cannot be read is zero.
+func readPSI(path string) statsapi.PSIStats {
+	var psi statsapi.PSIStats
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return psi
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		fields := strings.Fields(line)
+		if len(fields) == 0 {
+			continue
+		}
+		var d *statsapi.PSIData
+		switch fields[0] {
+		case "some":
+			d = &psi.Some
+		case "full":
+			d = &psi.Full
+		default:
+			continue
+		}
+		for _, kv := range fields[1:] {
+			k, v, _ := strings.Cut(kv, "=")
+			switch k {
+			case "total":
+				d.Total, _ = strconv.ParseUint(v, 10, 64)
+			case "avg10":
+				d.Avg10, _ = strconv.ParseFloat(v, 64)
+			case "avg60":
+				d.Avg60, _ = strconv.ParseFloat(v, 64)
+			case "avg300":
+				d.Avg300, _ = strconv.ParseFloat(v, 64)
+			}
+		}
+	}
+	return psi
 }
 
 // v1File finds file of cgroup name in the first of the v1 hierarchies that

@@ -74,13 +74,15 @@ func cgroupKey(name string) string { return "cgroup:" + name }
 // cadvisorInfoToCPUandMemoryStats converts cAdvisor's: usageNanoCores from
 // the previous sample (cAdvisor's CpuInst), updated when update is set,
 // availableBytes as the limit minus the working set when there is a limit.
-func (p *Provider) cgroupStats(ctx context.Context, name string, update bool) (*statsapi.CPUStats, *statsapi.MemoryStats, error) {
+func (p *Provider) cgroupStats(ctx context.Context, name string, update bool) (*statsapi.CPUStats, *statsapi.MemoryStats, *statsapi.IOStats, error) {
 	s, err := p.opts.Host.cgroup(name, p.opts.Now())
 	if err != nil {
-		return nil, nil, fmt.Errorf("failed to get cgroup stats for %q: %w", name, err)
+		return nil, nil, nil, fmt.Errorf("failed to get cgroup stats for %q: %w", name, err)
 	}
 	t := metav1.NewTime(s.time)
-	cpu := &statsapi.CPUStats{Time: t, UsageCoreNanoSeconds: &s.cpuNanoSeconds}
+	// KubeletPSI: the node's and the pods cgroup's pressure, zeros where
+	// the cgroup has none, as the kubelet's cadvisorPSIToStatsPSI gives.
+	cpu := &statsapi.CPUStats{Time: t, UsageCoreNanoSeconds: &s.cpuNanoSeconds, PSI: &s.cpuPSI}
 	if update {
 		rate, err := p.cpuCache.update(cgroupKey(name), s.time.UnixNano(), s.cpuNanoSeconds)
 		if err != nil {
@@ -97,12 +99,13 @@ func (p *Provider) cgroupStats(ctx context.Context, name string, update bool) (*
 		RSSBytes:        &s.rssBytes,
 		PageFaults:      &s.pageFaults,
 		MajorPageFaults: &s.majorFaults,
+		PSI:             &s.memoryPSI,
 	}
 	if s.limitBytes > 0 {
 		avail := subFloor(s.limitBytes, s.workingSet)
 		mem.AvailableBytes = &avail
 	}
-	return cpu, mem, nil
+	return cpu, mem, &statsapi.IOStats{Time: t, PSI: &s.ioPSI}, nil
 }
 
 // systemContainers is the "pods" system container, the only one a kubelet
@@ -113,12 +116,12 @@ func (p *Provider) systemContainers(ctx context.Context, update bool) []statsapi
 	if p.opts.PodCgroupRoot == "" {
 		return nil
 	}
-	cpu, mem, err := p.cgroupStats(ctx, p.opts.PodCgroupRoot, update)
+	cpu, mem, io, err := p.cgroupStats(ctx, p.opts.PodCgroupRoot, update)
 	if err != nil {
 		logctx.From(ctx).Debug("failed to get system container stats", zap.String("containerName", p.opts.PodCgroupRoot), zap.Error(err))
 		return nil
 	}
-	return []statsapi.ContainerStats{{Name: statsapi.SystemContainerPods, StartTime: metav1.NewTime(p.started), CPU: cpu, Memory: mem}}
+	return []statsapi.ContainerStats{{Name: statsapi.SystemContainerPods, StartTime: metav1.NewTime(p.started), CPU: cpu, Memory: mem, IO: io}}
 }
 
 // Get returns the whole Summary: the node (CPU and memory of the root
@@ -129,7 +132,7 @@ func (p *Provider) systemContainers(ctx context.Context, update bool) []statsapi
 // summaryProviderImpl.Get; the image filesystem is left out, not an
 // error, when the runtime cannot say.
 func (p *Provider) Get(ctx context.Context, updateStats bool) (*statsapi.Summary, error) {
-	cpu, mem, err := p.cgroupStats(ctx, "/", updateStats)
+	cpu, mem, io, err := p.cgroupStats(ctx, "/", updateStats)
 	if err != nil {
 		return nil, fmt.Errorf("failed to get root cgroup stats: %w", err)
 	}
@@ -153,6 +156,7 @@ func (p *Provider) Get(ctx context.Context, updateStats bool) (*statsapi.Summary
 		StartTime:        metav1.NewTime(boot),
 		CPU:              cpu,
 		Memory:           mem,
+		IO:               io,
 		Fs:               fs,
 		SystemContainers: p.systemContainers(ctx, updateStats),
 	}
@@ -172,7 +176,7 @@ func (p *Provider) Get(ctx context.Context, updateStats bool) (*statsapi.Summary
 // usageNanoCores cache without updating it. Matches the kubelet's
 // summaryProviderImpl.GetCPUAndMemoryStats.
 func (p *Provider) GetCPUAndMemoryStats(ctx context.Context) (*statsapi.Summary, error) {
-	cpu, mem, err := p.cgroupStats(ctx, "/", false)
+	cpu, mem, _, err := p.cgroupStats(ctx, "/", false)
 	if err != nil {
 		return nil, fmt.Errorf("failed to get root cgroup stats: %w", err)
 	}

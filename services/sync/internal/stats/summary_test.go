@@ -156,13 +156,20 @@ func TestHostCgroup(t *testing.T) {
 			want: cgroupSample{cpuNanoSeconds: 160 * 1e7, usageBytes: 6 << 30, workingSet: 5 << 30, rssBytes: 512 << 20, limitBytes: 8 << 30}},
 		{desc: "v2 kubepods: cpu.stat usage_usec, memory.current, memory.stat, memory.max", name: "/kubepods",
 			files: map[string]string{
-				"cgroup.controllers":      "cpu memory\n",
-				"kubepods/cpu.stat":       "usage_usec 2500\nuser_usec 2000\n",
-				"kubepods/memory.current": "4000\n",
-				"kubepods/memory.stat":    "anon 1500\ninactive_file 1000\npgfault 9\npgmajfault 1\n",
-				"kubepods/memory.max":     "max\n",
+				"cgroup.controllers":       "cpu memory\n",
+				"kubepods/cpu.stat":        "usage_usec 2500\nuser_usec 2000\n",
+				"kubepods/memory.current":  "4000\n",
+				"kubepods/memory.stat":     "anon 1500\ninactive_file 1000\npgfault 9\npgmajfault 1\n",
+				"kubepods/memory.max":      "max\n",
+				"kubepods/cpu.pressure":    "some avg10=1.50 avg60=0.75 avg300=0.25 total=123456\nfull avg10=0.00 avg60=0.00 avg300=0.00 total=0\n",
+				"kubepods/memory.pressure": "some avg10=0.00 avg60=0.00 avg300=0.00 total=10\nfull avg10=0.00 avg60=0.00 avg300=0.00 total=5\n",
+				"kubepods/io.pressure":     "some avg10=2.00 avg60=1.00 avg300=0.50 total=99\nfull avg10=1.00 avg60=0.50 avg300=0.25 total=42\n",
 			},
-			want: cgroupSample{cpuNanoSeconds: 2500000, usageBytes: 4000, workingSet: 3000, rssBytes: 1500, pageFaults: 9, majorFaults: 1}},
+			want: cgroupSample{cpuNanoSeconds: 2500000, usageBytes: 4000, workingSet: 3000, rssBytes: 1500, pageFaults: 9, majorFaults: 1,
+				cpuPSI:    statsapi.PSIStats{Some: statsapi.PSIData{Total: 123456, Avg10: 1.5, Avg60: 0.75, Avg300: 0.25}},
+				memoryPSI: statsapi.PSIStats{Some: statsapi.PSIData{Total: 10}, Full: statsapi.PSIData{Total: 5}},
+				ioPSI: statsapi.PSIStats{Some: statsapi.PSIData{Total: 99, Avg10: 2, Avg60: 1, Avg300: 0.5},
+					Full: statsapi.PSIData{Total: 42, Avg10: 1, Avg60: 0.5, Avg300: 0.25}}}},
 	} {
 		t.Run(tc.desc, func(t *testing.T) {
 			dir := t.TempDir()
@@ -540,6 +547,15 @@ func TestSummaryPSI(t *testing.T) {
 	}
 	if c := onlyPod(t, s).Containers[0]; c.CPU.PSI != nil || c.Memory.PSI != nil || c.IO == nil || c.IO.PSI != nil {
 		t.Errorf("no PSI from the runtime: container cpu %+v memory %+v io %+v", c.CPU.PSI, c.Memory.PSI, c.IO)
+	}
+	// The node's and the pods cgroup's, zeros on cgroup v1, as the
+	// kubelet's from cAdvisor.
+	nd := s.Node
+	if nd.CPU.PSI == nil || *nd.CPU.PSI != (statsapi.PSIStats{}) || nd.Memory.PSI == nil || nd.IO == nil || nd.IO.PSI == nil {
+		t.Errorf("node cpu PSI %+v, memory PSI %+v, io %+v: want zeros", nd.CPU.PSI, nd.Memory.PSI, nd.IO)
+	}
+	if sys := nd.SystemContainers; len(sys) != 1 || sys[0].CPU.PSI == nil || sys[0].IO == nil {
+		t.Errorf("pods system container %+v: want zero PSI", sys)
 	}
 
 	psi := func(total uint64) *runtimeapi.PsiStats {
