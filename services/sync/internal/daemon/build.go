@@ -58,11 +58,11 @@ type builder struct {
 	log *zap.Logger
 	d   *daemon
 
-	rt runtimeapi.RuntimeServiceClient
+	rt     runtimeapi.RuntimeServiceClient
+	images runtimeapi.ImageServiceClient
+	kept   map[types.UID]store.KeptStatus
 	// cgroupDriver is the runtime's, which names pod cgroups.
 	cgroupDriver kuberuntime.CgroupDriver
-	images       runtimeapi.ImageServiceClient
-	kept         map[types.UID]store.KeptStatus
 
 	admission  *admissionConn
 	kubeClient kubernetes.Interface
