@@ -128,3 +128,27 @@ func addOrUpdateToleration(spec *v1.PodSpec, t v1.Toleration) {
 	}
 	spec.Tolerations = append(spec.Tolerations, t)
 }
+
+// SystemCriticalPriority is the lowest priority of critical pods
+// (scheduling.SystemCriticalPriority: system-cluster-critical;
+// system-node-critical is above it).
+const SystemCriticalPriority int32 = 2 * 1000000000
+
+// IsCriticalPod is the kubelet's kubetypes.IsCriticalPod: a static pod (any
+// source but the API server's), a mirror pod, or one of system-critical
+// priority.
+func IsCriticalPod(pod *v1.Pod) bool {
+	if src := pod.Annotations[ConfigSourceAnnotationKey]; src != "" && src != string(SourceAPI) {
+		return true
+	}
+	if _, ok := pod.Annotations[ConfigMirrorAnnotationKey]; ok {
+		return true
+	}
+	return pod.Spec.Priority != nil && *pod.Spec.Priority >= SystemCriticalPriority
+}
+
+// IsNodeCriticalPod is the kubelet's kubetypes.IsNodeCriticalPod: critical
+// and in the system-node-critical priority class.
+func IsNodeCriticalPod(pod *v1.Pod) bool {
+	return pod.Spec.PriorityClassName == "system-node-critical" && IsCriticalPod(pod)
+}

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 func TestApplyStaticPodDefaults(t *testing.T) {
@@ -129,6 +130,33 @@ func TestStaticPodUIDStability(t *testing.T) {
 		t.Run(tc.desc, func(t *testing.T) {
 			if same := tc.got == base; same != tc.wantSame {
 				t.Errorf("uid %s vs base %s: same = %v, want %v", tc.got, base, same, tc.wantSame)
+			}
+		})
+	}
+}
+
+func TestIsCriticalPod(t *testing.T) {
+	prio := func(p int32) *int32 { return &p }
+	for _, tc := range []struct {
+		desc               string
+		pod                v1.Pod
+		wantCritical, node bool
+	}{
+		{desc: "an API pod", pod: v1.Pod{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{ConfigSourceAnnotationKey: "api"}}}},
+		{desc: "no source", pod: v1.Pod{}},
+		{desc: "a static pod", pod: v1.Pod{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{ConfigSourceAnnotationKey: "file"}}}, wantCritical: true},
+		{desc: "a mirror pod", pod: v1.Pod{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{ConfigMirrorAnnotationKey: "x"}}}, wantCritical: true},
+		{desc: "system-cluster-critical", pod: v1.Pod{Spec: v1.PodSpec{Priority: prio(SystemCriticalPriority), PriorityClassName: "system-cluster-critical"}}, wantCritical: true},
+		{desc: "system-node-critical", pod: v1.Pod{Spec: v1.PodSpec{Priority: prio(SystemCriticalPriority + 1000), PriorityClassName: "system-node-critical"}}, wantCritical: true, node: true},
+		{desc: "named node-critical without the priority", pod: v1.Pod{Spec: v1.PodSpec{Priority: prio(10), PriorityClassName: "system-node-critical"}}},
+		{desc: "just below critical", pod: v1.Pod{Spec: v1.PodSpec{Priority: prio(SystemCriticalPriority - 1)}}},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			if got := IsCriticalPod(&tc.pod); got != tc.wantCritical {
+				t.Errorf("IsCriticalPod = %v, want %v", got, tc.wantCritical)
+			}
+			if got := IsNodeCriticalPod(&tc.pod); got != tc.node {
+				t.Errorf("IsNodeCriticalPod = %v, want %v", got, tc.node)
 			}
 		})
 	}

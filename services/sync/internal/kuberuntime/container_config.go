@@ -738,7 +738,7 @@ const (
 // ranks between the two; a sidecar gets no more than the smallest regular
 // container's score, so it outlives the containers it serves.
 func containerOOMScoreAdjust(pod *v1.Pod, c *v1.Container, memoryCapacity int64) (int, error) {
-	if isNodeCriticalPod(pod) {
+	if defaults.IsNodeCriticalPod(pod) {
 		return guaranteedOOMScoreAdj, nil
 	}
 	switch qos.GetPodQOS(pod) {
@@ -780,27 +780,6 @@ func isSidecar(pod *v1.Pod, c *v1.Container) bool {
 		}
 	}
 	return false
-}
-
-// Node-critical pods, as the kubelet's types.IsNodeCriticalPod: critical
-// (static, mirror, or priority at least SystemCriticalPriority) and in the
-// system-node-critical priority class.
-const (
-	systemCriticalPriority  = 2 * 1000000000
-	systemNodeCritical      = "system-node-critical"
-	configMirrorAnnotation  = "kubernetes.io/config.mirror"
-	configSourceAPI         = "api"
-	unknownConfigSourceName = ""
-)
-
-func isNodeCriticalPod(pod *v1.Pod) bool {
-	if pod.Spec.PriorityClassName != systemNodeCritical {
-		return false
-	}
-	source := pod.Annotations[defaults.ConfigSourceAnnotationKey]
-	static := source != unknownConfigSourceName && source != configSourceAPI
-	_, mirror := pod.Annotations[configMirrorAnnotation]
-	return static || mirror || (pod.Spec.Priority != nil && *pod.Spec.Priority >= systemCriticalPriority)
 }
 
 // Paths hidden or made read-only in /proc and /sys unless procMount is

@@ -24,9 +24,6 @@ type terminalStatus struct {
 	conditionMessage string
 }
 
-// systemCriticalPriority is scheduling.SystemCriticalPriority.
-const systemCriticalPriority = 2 * 1000000000
-
 // killPodWithStatus asks pod's worker to terminate it with grace (nil: the
 // pod's own) and makes its status ts from now on. It does not wait. Matches
 // the kubelet's killPodNow minus the wait (see waitTerminated).
@@ -89,7 +86,7 @@ func (k *Kubelet) EvictPod(ctx context.Context, ref PodRef, reason, message stri
 	if pod == nil || !k.workers.IsKnown(pod.UID) || k.workers.IsPodKnownTerminated(pod.UID) {
 		return fmt.Errorf("evict %s/%s: not a pod sync runs: %w", ref.Namespace, ref.Name, errdefs.ErrNotFound)
 	}
-	if isCriticalPod(pod) {
+	if defaults.IsCriticalPod(pod) {
 		return fmt.Errorf("evict %s/%s: cannot evict a critical pod: %w", ref.Namespace, ref.Name, errdefs.ErrFailedPrecondition)
 	}
 	logctx.From(ctx).Info("evicting pod", zap.String("pod", pod.Namespace+"/"+pod.Name),
@@ -99,15 +96,3 @@ func (k *Kubelet) EvictPod(ctx context.Context, ref PodRef, reason, message stri
 	return nil
 }
 
-// isCriticalPod is the kubelet's kubetypes.IsCriticalPod: a static pod, a
-// mirror pod, or one of system-critical priority.
-func isCriticalPod(pod *v1.Pod) bool {
-	src := pod.Annotations[defaults.ConfigSourceAnnotationKey]
-	if src != "" && src != string(defaults.SourceAPI) {
-		return true
-	}
-	if _, ok := pod.Annotations[defaults.ConfigMirrorAnnotationKey]; ok {
-		return true
-	}
-	return pod.Spec.Priority != nil && *pod.Spec.Priority >= systemCriticalPriority
-}
