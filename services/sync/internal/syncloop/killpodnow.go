@@ -95,4 +95,3 @@ func (k *Kubelet) EvictPod(ctx context.Context, ref PodRef, reason, message stri
 	k.killPodWithStatus(pod, terminalStatus{reason: reason, message: message, conditionMessage: message}, gracePeriodOverride)
 	return nil
 }
-
