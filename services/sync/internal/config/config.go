@@ -172,6 +172,9 @@ type Config struct {
 	// pod cgroups are named when the runtime does not say (CRI
 	// RuntimeConfig).
 	CgroupDriver string
+	// MemorySwapBehavior is the kubelet's memorySwap.swapBehavior: NoSwap
+	// (also the empty string) or LimitedSwap.
+	MemorySwapBehavior string
 	// FailSwapOn refuses to start on a node with swap on (the kubelet's
 	// failSwapOn, true by default).
 	FailSwapOn bool
@@ -303,6 +306,7 @@ func Parse(args []string, output io.Writer) (Config, error) {
 	fs.StringVar(&cfg.CgroupDriver, "cgroup-driver", "cgroupfs", "cgroupfs or systemd: how pod cgroups are named when the runtime does not report its driver (CRI RuntimeConfig, which containerd 2.x answers), as the kubelet's --cgroup-driver")
 	fs.BoolVar(&cfg.CPUCFSQuota, "cpu-cfs-quota", true, "enforce containers' CPU limits as CFS quotas (the kubelet's flag); false sets no quota or period")
 	fs.DurationVar(&cfg.CPUCFSQuotaPeriod, "cpu-cfs-quota-period", DefaultCPUCFSQuotaPeriod, "the CFS period CPU limits are quotas of (cpu.cfs_period_us; the kubelet's flag), 1ms to 1s")
+	fs.StringVar(&cfg.MemorySwapBehavior, "memory-swap-behavior", "NoSwap", "NoSwap keeps every container off swap; LimitedSwap lets containers of Burstable pods that are not critical use the node's swap in proportion to their memory request (cgroup v2 only), as the kubelet's memorySwap.swapBehavior")
 	fs.BoolVar(&cfg.FailSwapOn, "fail-swap-on", true, "refuse to start when the node has swap on (/proc/swaps), as the kubelet's failSwapOn; with false, containers are still kept off swap where the node's cgroups can (NoSwap)")
 	systemLogHandler := fs.Bool("enable-system-log-handler", true, "serve --system-log-dir on the node API's /logs/ (the kubelet's enableSystemLogHandler)")
 	fs.StringVar(&cfg.SystemLogDir, "system-log-dir", DefaultSystemLogDir, "directory the node API's /logs/ serves (the kubelet's /var/log/); in a container, where the host's /var/log is mounted")
@@ -319,6 +323,11 @@ func Parse(args []string, output io.Writer) (Config, error) {
 	}
 	if err := cfg.LogLevel.UnmarshalText([]byte(level)); err != nil {
 		return Config{}, fmt.Errorf("--log-level: %w", err)
+	}
+	switch cfg.MemorySwapBehavior {
+	case "", "NoSwap", "LimitedSwap":
+	default:
+		return Config{}, fmt.Errorf("invalid configuration: memorySwap.swapBehavior (--memory-swap-behavior) %q must be one of: \"\", \"LimitedSwap\" or \"NoSwap\"", cfg.MemorySwapBehavior)
 	}
 	if cfg.CgroupDriver != "cgroupfs" && cfg.CgroupDriver != "systemd" {
 		return Config{}, fmt.Errorf("--cgroup-driver %q: want cgroupfs or systemd", cfg.CgroupDriver)

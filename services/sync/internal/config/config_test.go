@@ -109,6 +109,9 @@ func TestParse(t *testing.T) {
 		{desc: "cgroupfs unless the runtime says otherwise", args: []string{"--node-name=n"}, check: func(c Config) bool { return c.CgroupDriver == "cgroupfs" }},
 		{desc: "the systemd cgroup driver", args: []string{"--cgroup-driver=systemd"}, check: func(c Config) bool { return c.CgroupDriver == "systemd" }},
 		{desc: "an unknown cgroup driver", args: []string{"--cgroup-driver=cgroupv2"}, wantErr: `--cgroup-driver "cgroupv2": want cgroupfs or systemd`},
+		{desc: "NoSwap by default", args: []string{"--node-name=n"}, check: func(c Config) bool { return c.MemorySwapBehavior == "NoSwap" }},
+		{desc: "LimitedSwap", args: []string{"--memory-swap-behavior=LimitedSwap"}, check: func(c Config) bool { return c.MemorySwapBehavior == "LimitedSwap" }},
+		{desc: "an unknown swap behavior", args: []string{"--memory-swap-behavior=UnlimitedSwap"}, wantErr: `memorySwap.swapBehavior (--memory-swap-behavior) "UnlimitedSwap" must be one of`},
 		{desc: "a CFS period over 1s", args: []string{"--cpu-cfs-quota-period=1001ms"}, wantErr: "cpuCFSQuotaPeriod (--cpu-cfs-quota-period) 1.001s must be between 1ms and 1sec, inclusive"},
 		{desc: "a CFS period under 1ms", args: []string{"--cpu-cfs-quota-period=999us"}, wantErr: "must be between 1ms and 1sec"},
 		{desc: "/logs/ serves /var/log/ without queries by default", args: []string{"--node-name=n"}, check: func(c Config) bool {

@@ -272,6 +272,8 @@ func (b *builder) buildRuntimeManager(ctx context.Context) error {
 			ClusterDomain:         cfg.ClusterDomain,
 			MachineMemoryCapacity: machineMemory(),
 			SwapController:        kuberuntime.DetectSwapController("/sys/fs/cgroup", "/proc/self/cgroup"),
+			SwapBehavior:          kuberuntime.SwapBehavior(cfg.MemorySwapBehavior),
+			MachineSwapCapacity:   meminfoBytes("/proc/meminfo", "SwapTotal"),
 		},
 		CrashLoop:   backoff.New(curve, nil),
 		ImagePull:   backoff.New(curve, nil),

@@ -220,6 +220,12 @@ type ContainerOptions struct {
 	// (DetectSwapController); containers are kept off swap through it.
 	// The zero value, NoSwapController, leaves swap to the runtime.
 	SwapController SwapController
+	// SwapBehavior is the kubelet's memorySwap.swapBehavior; empty is
+	// NoSwap.
+	SwapBehavior SwapBehavior
+	// MachineSwapCapacity is the node's swap in bytes, which LimitedSwap
+	// containers share in proportion to their memory requests.
+	MachineSwapCapacity int64
 	// CFS is the kubelet's cpuCFSQuota and cpuCFSQuotaPeriod.
 	CFS CPUCFS
 	// SeccompProfileRoot resolves Localhost seccomp profiles; empty means
@@ -606,9 +612,9 @@ func generateLinuxContainerConfig(pod *v1.Pod, c *v1.Container, opts ContainerOp
 // generateLinuxContainerResources matches the kubelet's function of that
 // name on cgroup v1 (this project's hosts): cpu shares from the request
 // (from the limit when only that is set), CFS quota from the limit, memory
-// limit, oom_score_adj by QoS, and no swap (configureNoSwap). Pod-level
-// limits stand in for unset container limits. Not done: hugepage limits,
-// LimitedSwap, and cgroup v2 memory QoS / memory.oom.group.
+// limit, oom_score_adj by QoS, and swap (configureSwap). Pod-level
+// limits stand in for unset container limits. Not done: hugepage limits
+// and cgroup v2 memory QoS / memory.oom.group.
 func generateLinuxContainerResources(pod *v1.Pod, c *v1.Container, opts ContainerOptions) (*runtimeapi.LinuxContainerResources, error) {
 	var cpuRequest *resource.Quantity
 	if q, ok := c.Resources.Requests[v1.ResourceCPU]; ok {
@@ -629,7 +635,7 @@ func generateLinuxContainerResources(pod *v1.Pod, c *v1.Container, opts Containe
 		return nil, err
 	}
 	res.OomScoreAdj = int64(adj)
-	configureNoSwap(res, opts.SwapController)
+	configureSwap(res, pod, c, opts)
 	return res, nil
 }
 

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"golang.org/x/sys/unix"
 	v1 "k8s.io/api/core/v1"
@@ -66,9 +67,10 @@ func podMemoryLimit(pod *v1.Pod) int64 {
 }
 
 // MountTmpfs implements FS: dir gets a tmpfs of sizeBytes (zero: tmpfs's
-// default) unless one is mounted there already, so that setting up the
-// volume again for the next container changes nothing. Matches the
-// kubelet's emptyDir setupTmpfs.
+// default), never swapped out where the kernel allows it (noswap), unless
+// one is mounted there already, so that setting up the volume again for
+// the next container changes nothing. Matches the kubelet's emptyDir
+// setupTmpfs and generateTmpfsMountOptions.
 func (OSFS) MountTmpfs(dir string, sizeBytes int64) error {
 	mounted, err := isMountPoint(dir)
 	if err != nil {
@@ -77,14 +79,77 @@ func (OSFS) MountTmpfs(dir string, sizeBytes int64) error {
 	if mounted {
 		return nil
 	}
-	var opts string
+	var opts []string
 	if sizeBytes > 0 {
-		opts = "size=" + strconv.FormatInt(sizeBytes, 10)
+		opts = append(opts, "size="+strconv.FormatInt(sizeBytes, 10))
 	}
-	if err := unix.Mount("tmpfs", dir, "tmpfs", 0, opts); err != nil {
+	if tmpfsNoswapSupported(filepath.Dir(dir)) {
+		opts = append(opts, tmpfsNoswap)
+	}
+	if err := unix.Mount("tmpfs", dir, "tmpfs", 0, strings.Join(opts, ",")); err != nil {
 		return fmt.Errorf("mount tmpfs at %s: %w", dir, err)
 	}
 	return nil
+}
+
+// tmpfsNoswap keeps a tmpfs's pages out of swap (Linux 6.4), so that a
+// secret or memory emptyDir never reaches the disk.
+const tmpfsNoswap = "noswap"
+
+var (
+	noswapOnce      sync.Once
+	noswapSupported bool
+)
+
+// tmpfsNoswapSupported reports, once per process, whether tmpfs takes the
+// noswap option, as the kubelet's swap.IsTmpfsNoswapOptionSupported: not in
+// a user namespace (the kernel refuses it to unprivileged mounts), yes from
+// Linux 6.4, else as a trial mount in a directory made under dir says.
+func tmpfsNoswapSupported(dir string) bool {
+	noswapOnce.Do(func() {
+		if inUserNamespace() {
+			return
+		}
+		if kernelAtLeast(6, 4) {
+			noswapSupported = true
+			return
+		}
+		try, err := os.MkdirTemp(dir, "tmpfs-noswap-test-")
+		if err != nil {
+			return
+		}
+		defer func() { _ = os.RemoveAll(try) }()
+		if unix.Mount("tmpfs", try, "tmpfs", 0, tmpfsNoswap) == nil {
+			noswapSupported = true
+			_ = unix.Unmount(try, 0)
+		}
+	})
+	return noswapSupported
+}
+
+// inUserNamespace reports whether sync runs in a user namespace other than
+// the initial one, whose uid_map maps all of 0..2^32-2 onto itself.
+func inUserNamespace() bool {
+	b, err := os.ReadFile("/proc/self/uid_map")
+	if err != nil {
+		return false
+	}
+	f := strings.Fields(string(b))
+	return !(len(f) == 3 && f[0] == "0" && f[1] == "0" && f[2] == "4294967295")
+}
+
+// kernelAtLeast reports whether the running kernel's release is at least
+// major.minor.
+func kernelAtLeast(major, minor int) bool {
+	var u unix.Utsname
+	if unix.Uname(&u) != nil {
+		return false
+	}
+	var maj, mnr int
+	if _, err := fmt.Sscanf(unix.ByteSliceToString(u.Release[:]), "%d.%d", &maj, &mnr); err != nil {
+		return false
+	}
+	return maj > major || (maj == major && mnr >= minor)
 }
 
 // isMountPoint reports whether dir is on another device than its parent.

@@ -3,6 +3,7 @@ package kuberuntime
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -98,6 +99,13 @@ func TestMountTmpfsAndUnmount(t *testing.T) {
 	if st.Type != unix.TMPFS_MAGIC || int64(st.Blocks)*st.Bsize != 4<<20 {
 		t.Errorf("statfs type %#x size %d, want a 4 MiB tmpfs", st.Type, int64(st.Blocks)*st.Bsize)
 	}
+	// Kept out of swap where the kernel allows it, as the kubelet's
+	// emptyDir mounts.
+	if opts := superOptions(t, dir); tmpfsNoswapSupported(root) != strings.Contains(","+opts+",", ",noswap,") {
+		t.Errorf("tmpfs options %q: noswap supported %v", opts, tmpfsNoswapSupported(root))
+	} else {
+		t.Logf("tmpfs options %q (noswap supported: %v)", opts, tmpfsNoswapSupported(root))
+	}
 	if err := unmountUnder(filepath.Join(root, "uid")); err != nil {
 		t.Fatal(err)
 	}
@@ -107,6 +115,29 @@ func TestMountTmpfsAndUnmount(t *testing.T) {
 	if err := os.RemoveAll(filepath.Join(root, "uid")); err != nil {
 		t.Error(err)
 	}
+}
+
+// superOptions returns the super options of the mount at dir in
+// /proc/self/mountinfo.
+func superOptions(t *testing.T, dir string) string {
+	t.Helper()
+	b, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 5 || f[4] != dir {
+			continue
+		}
+		if _, after, ok := strings.Cut(line, " - "); ok {
+			if g := strings.Fields(after); len(g) >= 3 {
+				return g[2]
+			}
+		}
+	}
+	t.Fatalf("%s is not in /proc/self/mountinfo", dir)
+	return ""
 }
 
 // A missing subPath is created with the volume root's mode (the kubelet's

@@ -6,11 +6,15 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 
+	v1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/splitlet/splitlet/internal/qos"
 	"github.com/splitlet/splitlet/services/sync/internal/cm"
+	"github.com/splitlet/splitlet/services/sync/internal/defaults"
 )
 
 // SwapController is the cgroup swap control the node has, which decides
@@ -89,21 +93,76 @@ func unifiedCgroupPath(file string) (string, bool) {
 	return "", false
 }
 
+// SwapBehavior is the kubelet's memorySwap.swapBehavior.
+type SwapBehavior string
+
+// The kubelet's two swap behaviours; the empty one is NoSwap.
+const (
+	NoSwap      SwapBehavior = "NoSwap"
+	LimitedSwap SwapBehavior = "LimitedSwap"
+)
+
+// configureSwap sets the container's swap as the kubelet's
+// configureContainerSwapResources does: nothing without a swap controller,
+// LimitedSwap where GetContainerSwapBehavior allows it, else NoSwap.
+func configureSwap(res *runtimeapi.LinuxContainerResources, pod *v1.Pod, c *v1.Container, opts ContainerOptions) {
+	if opts.SwapController == NoSwapController {
+		return
+	}
+	if containerSwapBehavior(pod, c, opts) == LimitedSwap {
+		request := c.Resources.Requests.Memory().Value()
+		if limit, ok := limitedSwap(request, opts.MachineMemoryCapacity, opts.MachineSwapCapacity); ok {
+			setSwapMax(res, limit)
+			return
+		}
+	}
+	configureNoSwap(res, opts.SwapController)
+}
+
+// containerSwapBehavior is the kubelet's GetContainerSwapBehavior: a
+// container may use swap (LimitedSwap) only when the node is configured so
+// and controls swap on cgroup v2, and the container is in a Burstable pod
+// that is not critical, asks for memory, and not as much as its limit.
+func containerSwapBehavior(pod *v1.Pod, c *v1.Container, opts ContainerOptions) SwapBehavior {
+	if opts.SwapBehavior != LimitedSwap || opts.SwapController != SwapControllerV2 || defaults.IsCriticalPod(pod) {
+		return NoSwap
+	}
+	req, lim := c.Resources.Requests.Memory(), c.Resources.Limits.Memory()
+	if qos.GetPodQOS(pod) != v1.PodQOSBurstable || (req.IsZero() && lim.IsZero()) || req.Cmp(*lim) == 0 {
+		return NoSwap
+	}
+	return LimitedSwap
+}
+
+// limitedSwap is a LimitedSwap container's swap: the node's swap in the
+// share its memory request is of the node's memory (the kubelet's
+// calcSwapForBurstablePods); not ok when the node's memory is unknown or
+// smaller than the request, which then gets no swap.
+func limitedSwap(request, nodeMemory, nodeSwap int64) (int64, bool) {
+	if nodeMemory <= 0 || request > nodeMemory {
+		return 0, false
+	}
+	return int64(float64(request) / float64(nodeMemory) * float64(nodeSwap)), true
+}
+
+// setSwapMax sets cgroup v2's memory.swap.max.
+func setSwapMax(res *runtimeapi.LinuxContainerResources, bytes int64) {
+	if res.Unified == nil {
+		res.Unified = map[string]string{}
+	}
+	res.Unified[cgroup2MaxSwap] = strconv.FormatInt(bytes, 10)
+}
+
 // configureNoSwap keeps the container off swap, the kubelet's default
-// swap behaviour (NoSwap) as its configureContainerSwapResources and
-// ConfigureNoSwap apply it to every container when the node has a swap
-// controller: on cgroup v1 the memory+swap limit is the memory limit
-// (ignored by the runtime when there is no memory limit), on v2
-// memory.swap.max is 0. The kubelet's LimitedSwap (a config choice, not
-// the default) is not done.
+// swap behaviour (NoSwap) as its ConfigureNoSwap applies it when the node
+// has a swap controller: on cgroup v1 the memory+swap limit is the memory
+// limit (ignored by the runtime when there is no memory limit), on v2
+// memory.swap.max is 0.
 func configureNoSwap(res *runtimeapi.LinuxContainerResources, ctl SwapController) {
 	switch ctl {
 	case SwapControllerV1:
 		res.MemorySwapLimitInBytes = res.MemoryLimitInBytes
 	case SwapControllerV2:
-		if res.Unified == nil {
-			res.Unified = map[string]string{}
-		}
-		res.Unified[cgroup2MaxSwap] = "0"
+		setSwapMax(res, 0)
 	}
 }

@@ -109,3 +109,58 @@ func TestGenerateLinuxContainerResourcesNoSwap(t *testing.T) {
 		})
 	}
 }
+
+// LimitedSwap, as the kubelet's GetContainerSwapBehavior and
+// calcSwapForBurstablePods: a Burstable container asking for memory below
+// its limit gets the node's swap in proportion to its request, on cgroup v2
+// only; every other container, and any on v1, stays off swap.
+func TestGenerateLinuxContainerResourcesLimitedSwap(t *testing.T) {
+	const nodeMemory, nodeSwap = 8 << 30, 2 << 30
+	prio := func(p int32) *int32 { return &p }
+	mem := func(q string) v1.ResourceList { return v1.ResourceList{v1.ResourceMemory: resource.MustParse(q)} }
+	for _, tc := range []struct {
+		desc        string
+		ctl         SwapController
+		behavior    SwapBehavior
+		resources   v1.ResourceRequirements
+		priority    *int32
+		nodeMemory  int64
+		wantSwapMax string // memory.swap.max; "" for none
+		wantV1Swap  int64
+	}{
+		{desc: "burstable, request below limit: a quarter of 1 GiB of node memory's swap", ctl: SwapControllerV2, behavior: LimitedSwap,
+			resources: v1.ResourceRequirements{Requests: mem("1Gi"), Limits: mem("2Gi")}, wantSwapMax: "268435456"},
+		{desc: "burstable, request alone", ctl: SwapControllerV2, behavior: LimitedSwap,
+			resources: v1.ResourceRequirements{Requests: mem("512Mi")}, wantSwapMax: "134217728"},
+		{desc: "request equal to limit", ctl: SwapControllerV2, behavior: LimitedSwap,
+			resources: v1.ResourceRequirements{Requests: mem("1Gi"), Limits: mem("1Gi")}, wantSwapMax: "0"},
+		{desc: "no memory asked (besteffort)", ctl: SwapControllerV2, behavior: LimitedSwap, wantSwapMax: "0"},
+		{desc: "a critical pod", ctl: SwapControllerV2, behavior: LimitedSwap, priority: prio(2000001000),
+			resources: v1.ResourceRequirements{Requests: mem("1Gi"), Limits: mem("2Gi")}, wantSwapMax: "0"},
+		{desc: "a request above the node's memory", ctl: SwapControllerV2, behavior: LimitedSwap,
+			resources: v1.ResourceRequirements{Requests: mem("16Gi")}, wantSwapMax: "0"},
+		{desc: "NoSwap configured", ctl: SwapControllerV2, behavior: NoSwap,
+			resources: v1.ResourceRequirements{Requests: mem("1Gi"), Limits: mem("2Gi")}, wantSwapMax: "0"},
+		{desc: "cgroup v1: NoSwap whatever the configuration", ctl: SwapControllerV1, behavior: LimitedSwap,
+			resources: v1.ResourceRequirements{Requests: mem("1Gi"), Limits: mem("2Gi")}, wantV1Swap: 2 << 30},
+		{desc: "no swap controller", behavior: LimitedSwap, resources: v1.ResourceRequirements{Requests: mem("1Gi"), Limits: mem("2Gi")}},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			pod := makeTestPod()
+			pod.Spec.Priority = tc.priority
+			c := &pod.Spec.Containers[0]
+			c.Resources = tc.resources
+			res, err := generateLinuxContainerResources(pod, c, ContainerOptions{SwapController: tc.ctl, SwapBehavior: tc.behavior,
+				MachineMemoryCapacity: nodeMemory, MachineSwapCapacity: nodeSwap})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := res.GetUnified()["memory.swap.max"]; got != tc.wantSwapMax {
+				t.Errorf("memory.swap.max %q, want %q", got, tc.wantSwapMax)
+			}
+			if got := res.GetMemorySwapLimitInBytes(); got != tc.wantV1Swap {
+				t.Errorf("memory_swap_limit_in_bytes %d, want %d", got, tc.wantV1Swap)
+			}
+		})
+	}
+}
