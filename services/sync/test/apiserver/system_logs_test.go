@@ -52,7 +52,7 @@ func TestSystemLogsThroughAPIServer(t *testing.T) {
 	}
 	// A malformed query is refused by sync, and the API server passes the
 	// refusal on.
-	if raw, err := admin.CoreV1().RESTClient().Get().AbsPath("/api/v1/nodes/" + node + "/proxy/logs/").
+	if raw, err := admin.CoreV1().RESTClient().Get().AbsPath("/api/v1/nodes/"+node+"/proxy/logs/").
 		Param("query", "../etc/passwd").DoRaw(t.Context()); err == nil {
 		t.Errorf("a query climbing out of the log directory: %q, want an error", raw)
 	}
