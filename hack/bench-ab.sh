@@ -33,7 +33,10 @@ build() {
 trap 'git -C "$root" worktree remove --force "$out/A" 2>/dev/null; git -C "$root" worktree remove --force "$out/B" 2>/dev/null; true' EXIT
 build "$base" "$out/A"
 build "$head" "$out/B"
-(cd "$root/bench" && go build -o "$out/splitlet-bench" ./cmd/splitlet-bench)
+# Each side's own harness: its launcher passes the flags its binaries know.
+for v in A B; do
+  (cd "$out/$v/bench" && go build -o "$out/$v-bench" ./cmd/splitlet-bench)
+done
 echo "A = $(git -C "$root" rev-parse --short "$base"), B = $(git -C "$root" rev-parse --short "$head"), $rounds rounds of $n pods"
 
 for r in $(seq 1 "$rounds"); do
@@ -41,7 +44,7 @@ for r in $(seq 1 "$rounds"); do
   [ $((r % 2)) = 0 ] && order="B A"
   for v in $order; do
     sleep "$rest"
-    "$out/splitlet-bench" -bin "$out/$v/bin" -n "$n" -concurrency 32 -steady 5s -timeout 300s \
+    "$out/$v-bench" -bin "$out/$v/bin" -n "$n" -concurrency 32 -steady 5s -timeout 300s \
       -out "$out/$v$r.json" >"$out/$v$r.txt" 2>&1
   done
 done
