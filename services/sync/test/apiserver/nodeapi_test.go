@@ -160,7 +160,7 @@ func TestNodeAPIThroughAPIServer(t *testing.T) {
 		{desc: "a token the API server does not know: 401", path: logPath, token: "not-a-token", want: 401},
 		{desc: "nodes/log but not nodes/proxy: 403", path: logPath, token: reader, want: 403,
 			wantBody: "Forbidden (user=system:serviceaccount:default:node-log-reader, verb=get, resource=nodes, subresource(s)=[proxy])"},
-		{desc: "nodes/log opens /logs/ (which sync does not serve: 404 once authorized)", path: "/logs/", token: reader, want: 404},
+		{desc: "nodes/log opens /logs/: the node's /var/log/, listed", path: "/logs/", token: reader, want: 200, wantBody: "<pre>"},
 		{desc: "the admin's token: the log", path: logPath + "?tailLines=1", token: adminToken, want: 200, wantBody: "line four\n"},
 		{desc: "the API server's kubelet client certificate: sync's pods", path: "/pods", cert: &apiClientCert, want: 200,
 			wantBody: `"name":"` + pod.Name + `"`},
