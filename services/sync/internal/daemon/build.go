@@ -357,10 +357,8 @@ const cgroupDriverRetry = 2 * time.Second
 // cgroups, as the kubelet does at start (getCgroupDriverFromCRI), waiting
 // for the runtime at most --runtime-request-timeout.
 func (b *builder) detectCgroupDriver(ctx context.Context) error {
-	fallback, err := kuberuntime.ParseCgroupDriver(b.cfg.CgroupDriver)
-	if err != nil {
-		return err
-	}
+	// config.Parse took cgroupfs or systemd only.
+	fallback := kuberuntime.CgroupDriver(b.cfg.CgroupDriver)
 	ctx, cancel := context.WithTimeout(ctx, b.cfg.RuntimeRequestTimeout)
 	defer cancel()
 	driver, err := kuberuntime.DetectCgroupDriver(ctx, b.rt, fallback, cgroupDriverRetry)

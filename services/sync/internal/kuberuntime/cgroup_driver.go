@@ -23,15 +23,6 @@ const (
 	SystemdDriver  CgroupDriver = "systemd"
 )
 
-// ParseCgroupDriver reads a --cgroup-driver value.
-func ParseCgroupDriver(s string) (CgroupDriver, error) {
-	switch d := CgroupDriver(s); d {
-	case CgroupfsDriver, SystemdDriver:
-		return d, nil
-	}
-	return "", fmt.Errorf("cgroup driver %q: want cgroupfs or systemd", s)
-}
-
 // PodCgroupParent names pods' cgroups the driver's way.
 func (d CgroupDriver) PodCgroupParent() CgroupParentFunc {
 	if d == SystemdDriver {

@@ -64,17 +64,24 @@ func Admit(pod *v1.Pod) (ok bool, message string) {
 	if err != nil {
 		return false, fmt.Sprintf("Failed to infer pod's feature requirements: %v", err)
 	}
-	if reqs.IsEmpty() {
-		return true, ""
-	}
-	match, err := framework.MatchNodeFeatureSet(reqs, declaredSet)
+	message, err = unsatisfied(reqs)
 	if err != nil {
 		return false, fmt.Sprintf("Failed to match pod's feature requirements against the node: %v", err)
 	}
-	if !match.IsMatch {
-		return false, "Pod requires node features that are not available: " + strings.Join(match.UnsatisfiedRequirements, ", ")
+	return message == "", message
+}
+
+// unsatisfied is the kubelet's message naming the features in reqs the node
+// does not declare, "" when it declares them all.
+func unsatisfied(reqs ndf.FeatureSet) (string, error) {
+	if reqs.IsEmpty() {
+		return "", nil
 	}
-	return true, ""
+	match, err := framework.MatchNodeFeatureSet(reqs, declaredSet)
+	if err != nil || match.IsMatch {
+		return "", err
+	}
+	return "Pod requires node features that are not available: " + strings.Join(match.UnsatisfiedRequirements, ", "), nil
 }
 
 // FailedCheckReason is the reason of the kubelet's warning event for a pod
@@ -93,15 +100,8 @@ func CheckUpdate(oldPod, newPod *v1.Pod) (message string, err error) {
 	if err != nil {
 		return "", fmt.Errorf("failed to infer required features for pod update: %w", err)
 	}
-	if reqs.IsEmpty() {
-		return "", nil
-	}
-	match, err := framework.MatchNodeFeatureSet(reqs, declaredSet)
-	if err != nil {
+	if message, err = unsatisfied(reqs); err != nil {
 		return "", fmt.Errorf("failed to match pod features with the node: %w", err)
 	}
-	if match.IsMatch {
-		return "", nil
-	}
-	return "Pod requires node features that are not available: " + strings.Join(match.UnsatisfiedRequirements, ", "), nil
+	return message, nil
 }

@@ -385,9 +385,10 @@ func (p *Provider) makeContainerStats(ctx context.Context, s *runtimeapi.Contain
 	}
 	// KubeletPSI (GA): the container's IO pressure, stamped now when the
 	// runtime reports no IO.
-	out.IO = &statsapi.IOStats{Time: now}
 	if io := s.GetIo(); io != nil {
 		out.IO = &statsapi.IOStats{Time: metav1.NewTime(time.Unix(0, io.GetTimestamp())), PSI: psiStats(io.GetPsi())}
+	} else {
+		out.IO = &statsapi.IOStats{Time: now}
 	}
 	if sw := s.GetSwap(); sw != nil {
 		*out.Swap = statsapi.SwapStats{
