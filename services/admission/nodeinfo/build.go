@@ -9,11 +9,13 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"sync/atomic"
 
 	"github.com/splitlet/splitlet/internal/nodelabels"
 
 	"github.com/containerd/errdefs"
 	v1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -100,20 +102,24 @@ func getHostname(override string) (string, error) {
 	return name, nil
 }
 
-// Static serves one node object, built once.
+// Static serves one node object, built once; only its runtime features
+// change afterwards (SetFeatures), each change a new object, so a node once
+// returned is never written to.
 type Static struct {
-	node *v1.Node
+	node atomic.Pointer[v1.Node]
 }
 
 // NewStatic returns a Static serving node.
 func NewStatic(node *v1.Node) *Static {
-	return &Static{node: node.DeepCopy()}
+	s := &Static{}
+	s.node.Store(node.DeepCopy())
+	return s
 }
 
 // Node returns a copy of the node, so callers may not change what later
 // callers see. Its signature is predicate.GetNodeFunc's.
 func (s *Static) Node(context.Context) (*v1.Node, error) {
-	return s.node.DeepCopy(), nil
+	return s.node.Load().DeepCopy(), nil
 }
 
 // Shared returns the node itself, for callers that only read it, as the
@@ -121,5 +127,23 @@ func (s *Static) Node(context.Context) (*v1.Node, error) {
 // spares every admission a copy of the node. Its signature is
 // predicate.GetNodeFunc's, whose node is only read.
 func (s *Static) Shared(context.Context) (*v1.Node, error) {
-	return s.node, nil
+	return s.node.Load(), nil
+}
+
+// SetFeatures replaces the node's status.features, as the kubelet's
+// NodeFeatures status setter does with what the runtime last reported.
+// The node is copied, so callers holding the previous one keep reading it
+// unchanged. It reports whether the features changed.
+func (s *Static) SetFeatures(f *v1.NodeFeatures) bool {
+	for {
+		old := s.node.Load()
+		if apiequality.Semantic.DeepEqual(old.Status.Features, f) {
+			return false
+		}
+		next := *old
+		next.Status.Features = f.DeepCopy()
+		if s.node.CompareAndSwap(old, &next) {
+			return true
+		}
+	}
 }

@@ -343,6 +343,27 @@ func TestStaticSharedIsTheNode(t *testing.T) {
 	}
 }
 
+// SetFeatures gives later callers a node with the new features and leaves
+// the node earlier callers hold as it was.
+func TestStaticSetFeatures(t *testing.T) {
+	no, yes := false, true
+	src := NewStatic(&v1.Node{Status: v1.NodeStatus{Features: &v1.NodeFeatures{SupplementalGroupsPolicy: &no}}})
+	before, _ := src.Shared(context.Background())
+	if src.SetFeatures(&v1.NodeFeatures{SupplementalGroupsPolicy: &no}) {
+		t.Error("SetFeatures with the same features reported a change")
+	}
+	if !src.SetFeatures(&v1.NodeFeatures{SupplementalGroupsPolicy: &yes}) {
+		t.Fatal("SetFeatures with new features reported no change")
+	}
+	after, _ := src.Shared(context.Background())
+	if *before.Status.Features.SupplementalGroupsPolicy || !*after.Status.Features.SupplementalGroupsPolicy {
+		t.Fatalf("before %v after %v, want false then true", *before.Status.Features.SupplementalGroupsPolicy, *after.Status.Features.SupplementalGroupsPolicy)
+	}
+	if copied, _ := src.Node(context.Background()); !*copied.Status.Features.SupplementalGroupsPolicy {
+		t.Error("Node() does not carry the new features")
+	}
+}
+
 // Static's Node and Shared methods are what the predicate handler takes.
 var (
 	_ predicate.GetNodeFunc = NewStatic(&v1.Node{}).Node

@@ -201,6 +201,14 @@ func (a *Admitter) NodeView(ctx context.Context) (*v1.Node, error) {
 	return &node, nil
 }
 
+// SetNodeFeatures sets the node's status.features (what the runtime
+// reports it supports, such as supplementalGroupsPolicy Strict), which the
+// predicate handler admits against from the next admission on. It reports
+// whether they changed.
+func (a *Admitter) SetNodeFeatures(f *v1.NodeFeatures) bool {
+	return a.node.SetFeatures(f)
+}
+
 // conditions are the node's pressure conditions (see Node).
 func (a *Admitter) conditions() []v1.NodeCondition {
 	if a.eviction != nil {

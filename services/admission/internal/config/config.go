@@ -107,9 +107,12 @@ type NodeConfig struct {
 	Allocatable    map[string]string `json:"allocatable,omitempty"`
 	SystemReserved map[string]string `json:"systemReserved,omitempty"`
 	KubeReserved   map[string]string `json:"kubeReserved,omitempty"`
-	// SupplementalGroupsPolicy declares that the runtime honours
-	// supplementalGroupsPolicy Strict.
-	SupplementalGroupsPolicy bool `json:"supplementalGroupsPolicy,omitempty"`
+	// SupplementalGroupsPolicy, when set, declares whether the runtime
+	// honours supplementalGroupsPolicy Strict. Absent, admission asks the
+	// runtime behind gatewayEndpoint (CRI Status features) every 5 s, as
+	// the kubelet's updateRuntimeUp does; without gatewayEndpoint it is
+	// false.
+	SupplementalGroupsPolicy *bool `json:"supplementalGroupsPolicy,omitempty"`
 }
 
 // EvictionConfig holds the kubelet's eviction settings, keyed by signal as
@@ -294,7 +297,7 @@ func (n NodeConfig) toNodeinfo(evictionHard map[string]string) (nodeinfo.Config,
 		RootDir:                  n.RootDir,
 		MaxPods:                  n.MaxPods,
 		EvictionHard:             evictionHard,
-		SupplementalGroupsPolicy: n.SupplementalGroupsPolicy,
+		SupplementalGroupsPolicy: n.SupplementalGroupsPolicy != nil && *n.SupplementalGroupsPolicy,
 	}
 	if n.Name != "" {
 		for _, msg := range validation.IsDNS1123Subdomain(n.Name) {

@@ -1,7 +1,9 @@
 // Package podstats reads the usage of the node's pods for the eviction
 // manager from the runtime gateway over CRI (ListPodSandbox and
 // ListPodSandboxStats), as the kubelet's CRI stats provider does when it
-// does not use cAdvisor. It implements eviction.PodStatsProvider.
+// does not use cAdvisor. It implements eviction.PodStatsProvider. It also
+// reads what the runtime says it supports (NodeFeatures), for the node
+// admission judges pods against.
 //
 //	stats, err := podstats.Dial("unix:///run/splitlet/gateway.sock")
 //	defer stats.Close()
@@ -18,6 +20,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
+	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
@@ -103,6 +106,35 @@ func (c *CRI) ListPodStats(ctx context.Context) ([]eviction.PodStats, error) {
 		out = append(out, podStats(s))
 	}
 	return out, nil
+}
+
+// NodeFeatures returns the node's status.features as the runtime reports
+// them in CRI Status, the kubelet's toKubeRuntimeStatus and NodeFeatures
+// setter: whether it honours supplementalGroupsPolicy Strict. It is nil
+// when the runtime reports no features (containerd 1.6), which leaves the
+// node's as they were. A runtime that is not RuntimeReady fails with
+// errdefs.ErrUnavailable, as updateRuntimeUp keeps the previous features
+// then.
+func (c *CRI) NodeFeatures(ctx context.Context) (*v1.NodeFeatures, error) {
+	resp, err := c.client.Status(ctx, &runtimeapi.StatusRequest{})
+	if err != nil {
+		return nil, fromStatus("Status", err)
+	}
+	ready := false
+	for _, cond := range resp.GetStatus().GetConditions() {
+		if cond.GetType() == runtimeapi.RuntimeReady {
+			ready = cond.GetStatus()
+		}
+	}
+	if !ready {
+		return nil, fmt.Errorf("Status: the runtime is not %s: %w", runtimeapi.RuntimeReady, errdefs.ErrUnavailable)
+	}
+	f := resp.GetFeatures()
+	if f == nil {
+		return nil, nil
+	}
+	strict := f.GetSupplementalGroupsPolicy()
+	return &v1.NodeFeatures{SupplementalGroupsPolicy: &strict}, nil
 }
 
 func podStats(s *runtimeapi.PodSandboxStats) eviction.PodStats {

@@ -23,6 +23,14 @@ type fakeRuntime struct {
 	sandboxes []*runtimeapi.PodSandbox
 	stats     []*runtimeapi.PodSandboxStats
 	err       error
+	status    *runtimeapi.StatusResponse
+}
+
+func (f *fakeRuntime) Status(context.Context, *runtimeapi.StatusRequest) (*runtimeapi.StatusResponse, error) {
+	if f.err != nil {
+		return nil, f.err
+	}
+	return f.status, nil
 }
 
 func (f *fakeRuntime) ListPodSandbox(_ context.Context, req *runtimeapi.ListPodSandboxRequest) (*runtimeapi.ListPodSandboxResponse, error) {
@@ -160,5 +168,51 @@ func TestListPodStats(t *testing.T) {
 func TestDialRejectsTCP(t *testing.T) {
 	if _, err := Dial("localhost:1234"); !errors.Is(err, errdefs.ErrInvalidArgument) {
 		t.Fatalf("Dial(tcp) = %v, want ErrInvalidArgument", err)
+	}
+}
+
+func TestNodeFeatures(t *testing.T) {
+	ready := &runtimeapi.RuntimeStatus{Conditions: []*runtimeapi.RuntimeCondition{{Type: runtimeapi.RuntimeReady, Status: true}}}
+	notReady := &runtimeapi.RuntimeStatus{Conditions: []*runtimeapi.RuntimeCondition{{Type: runtimeapi.RuntimeReady, Status: false}}}
+	tests := []struct {
+		desc    string
+		rt      *fakeRuntime
+		want    string // "nil", "true" or "false"
+		wantErr error
+	}{
+		{desc: "supported", rt: &fakeRuntime{status: &runtimeapi.StatusResponse{Status: ready,
+			Features: &runtimeapi.RuntimeFeatures{SupplementalGroupsPolicy: true}}}, want: "true"},
+		{desc: "features without it", rt: &fakeRuntime{status: &runtimeapi.StatusResponse{Status: ready,
+			Features: &runtimeapi.RuntimeFeatures{}}}, want: "false"},
+		{desc: "no features (containerd 1.6)", rt: &fakeRuntime{status: &runtimeapi.StatusResponse{Status: ready}}, want: "nil"},
+		{desc: "runtime not ready", rt: &fakeRuntime{status: &runtimeapi.StatusResponse{Status: notReady,
+			Features: &runtimeapi.RuntimeFeatures{SupplementalGroupsPolicy: true}}}, wantErr: errdefs.ErrUnavailable},
+		{desc: "gateway unavailable", rt: &fakeRuntime{err: status.Error(codes.Unavailable, "down")}, wantErr: errdefs.ErrUnavailable},
+	}
+	for _, tc := range tests {
+		t.Run(tc.desc, func(t *testing.T) {
+			c, err := Dial(serve(t, tc.rt))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			f, err := c.NodeFeatures(context.Background())
+			if tc.wantErr != nil {
+				if !errors.Is(err, tc.wantErr) || f != nil {
+					t.Fatalf("NodeFeatures = %v, %v; want nil and %v", f, err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := "nil"
+			if f != nil {
+				got = strconv.FormatBool(f.SupplementalGroupsPolicy != nil && *f.SupplementalGroupsPolicy)
+			}
+			if got != tc.want {
+				t.Fatalf("supplementalGroupsPolicy %s, want %s", got, tc.want)
+			}
+		})
 	}
 }

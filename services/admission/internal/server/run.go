@@ -41,6 +41,7 @@ func Run(ctx context.Context, cfg config.Config) (retErr error) {
 	}
 
 	var stats eviction.PodStatsProvider
+	var runtimeFeatures featureSource
 	if cfg.GatewayEndpoint != "" {
 		cri, err := podstats.Dial(cfg.GatewayEndpoint, tracing.GRPCDialOptions()...)
 		if err != nil {
@@ -48,6 +49,9 @@ func Run(ctx context.Context, cfg config.Config) (retErr error) {
 		}
 		defer cri.Close()
 		stats = cri
+		if cfg.Node.SupplementalGroupsPolicy == nil {
+			runtimeFeatures = cri
+		}
 	} else {
 		log.Info("no gatewayEndpoint: eviction ranks pods without their usage")
 	}
@@ -89,6 +93,14 @@ func Run(ctx context.Context, cfg config.Config) (retErr error) {
 		mgr.Run(runCtx, adm.ActivePods, cfg.Eviction.EvaluationInterval.Duration)
 	}()
 
+	featuresDone := make(chan struct{})
+	go func() {
+		defer close(featuresDone)
+		if runtimeFeatures != nil {
+			watchRuntimeFeatures(runCtx, runtimeFeatures, runtimeFeaturesPeriod, adm.SetNodeFeatures, log)
+		}
+	}()
+
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(lis) }()
 	log.Info("serving", zap.String("address", lis.Addr().String()), zap.String("node", node.Name),
@@ -98,6 +110,7 @@ func Run(ctx context.Context, cfg config.Config) (retErr error) {
 	case err := <-serveErr:
 		stopManager()
 		<-managerDone
+		<-featuresDone
 		return fmt.Errorf("serve: %w", err)
 	case <-ctx.Done():
 	}
@@ -112,6 +125,7 @@ func Run(ctx context.Context, cfg config.Config) (retErr error) {
 	}
 	stopManager()
 	<-managerDone
+	<-featuresDone
 	return err
 }
 
