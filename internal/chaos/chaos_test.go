@@ -135,7 +135,7 @@ func TestChaos(t *testing.T) {
 			"--relist-interval=500ms",
 			"--resync-interval=2s",
 			"--crashloop-backoff-base=1s",
-			"--crashloop-backoff-max=2s",
+			"--max-container-restart-period=2s", "--image-pull-backoff-max=2s",
 			// A hung CRI call fails after this and is retried by the next
 			// sync (the kubelet's default is 2m).
 			"--runtime-request-timeout=" + requestTimeout,

@@ -106,7 +106,7 @@ func startStack(t *testing.T, opts stackOptions) *stack {
 			"--resync-interval=500ms",
 			"--relist-interval=200ms",
 			"--crashloop-backoff-base=" + opts.backOffBase.String(),
-			"--crashloop-backoff-max=8s",
+			"--max-container-restart-period=8s", "--image-pull-backoff-max=8s",
 			"--container-gc-period=1s",
 			"--log-level=debug",
 		}, opts.syncArgs...),

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -268,5 +269,44 @@ spec:
 	})
 	if cs := containerStatus(s.get("crasher"), "app"); cs.LastTerminationState.Terminated == nil {
 		t.Errorf("lastState.terminated missing after garbage collection: %+v", cs)
+	}
+}
+
+// --max-container-restart-period caps the crash loop's delay, and lowers
+// its first delay to the cap, as the kubelet's maxContainerRestartPeriod
+// (KubeletCrashLoopBackOffMax) does: with a 10 s base and a 1 s cap the
+// container waits 1 s between restarts, every time.
+func TestMaxContainerRestartPeriodCapsCrashLoop(t *testing.T) {
+	// Later flags win: this cap replaces the harness's 8 s one.
+	s := startStack(t, stackOptions{backOffBase: 10 * time.Second, syncArgs: []string{"--max-container-restart-period=1s"}})
+	s.apply(`apiVersion: v1
+kind: Pod
+metadata:
+  name: capped
+  annotations:
+    fake.splitlet.dev/behavior.app: "after=50ms exit=1"
+spec:
+  containers:
+  - name: app
+    image: busybox:1.36
+`)
+	var messages []string
+	waitFor(t, 25*time.Second, "three restarts", func() (bool, string) {
+		cs := containerStatus(s.get("capped"), "app")
+		if cs == nil {
+			return false, "no status"
+		}
+		if w := cs.State.Waiting; w != nil && w.Reason == "CrashLoopBackOff" && !slices.Contains(messages, w.Message) {
+			messages = append(messages, w.Message)
+		}
+		return cs.RestartCount >= 3, fmt.Sprintf("restartCount %d, messages %q", cs.RestartCount, messages)
+	})
+	if len(messages) == 0 {
+		t.Fatal("no CrashLoopBackOff state seen between the restarts")
+	}
+	for _, m := range messages {
+		if !strings.HasPrefix(m, "back-off 1s restarting failed container=app") {
+			t.Errorf("waiting message %q, want every delay at the 1s cap", m)
+		}
 	}
 }

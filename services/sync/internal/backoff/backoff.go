@@ -14,6 +14,10 @@ const (
 	DefaultInitial    = 10 * time.Second
 	DefaultMax        = 300 * time.Second
 	DefaultResetAfter = 2 * DefaultMax
+	// CrashLoopResetAfter is how long the kubelet's crash-loop back-off
+	// keeps a container's delay without a restart, whatever its cap
+	// (maxContainerRestartPeriod): its HasExpiredFunc's 600 s.
+	CrashLoopResetAfter = 600 * time.Second
 )
 
 // Clock is the time source; tests inject a fake one. k8s.io/utils/clock's

@@ -62,6 +62,11 @@ const (
 	// DefaultBackOffBase is the kubelet's crash-loop and image-pull back-off
 	// start (10 s).
 	DefaultBackOffBase = 10 * time.Second
+	// DefaultMaxContainerRestartPeriod is the kubelet's default
+	// crashLoopBackOff.maxContainerRestartPeriod, MaxContainerBackOff.
+	DefaultMaxContainerRestartPeriod = 300 * time.Second
+	// DefaultImagePullBackOffMax is the kubelet's MaxImageBackOff.
+	DefaultImagePullBackOffMax = 300 * time.Second
 	// DefaultContainerGCPeriod is the kubelet's ContainerGCPeriod.
 	DefaultContainerGCPeriod = time.Minute
 	// defaultPodResourcesSocket stands for the default of
@@ -99,8 +104,13 @@ type Config struct {
 	// BackOffBase is the first restart and pull back-off delay; also the
 	// retry period of a failed pod sync (hidden flag, for tests).
 	BackOffBase time.Duration
-	// BackOffMax caps the back-off (hidden flag, for tests).
-	BackOffMax time.Duration
+	// MaxContainerRestartPeriod caps the crash-loop back-off: the
+	// kubelet's crashLoopBackOff.maxContainerRestartPeriod
+	// (KubeletCrashLoopBackOffMax), 1 s to 300 s, default 300 s.
+	MaxContainerRestartPeriod time.Duration
+	// ImagePullBackOffMax caps the image-pull back-off, the kubelet's
+	// MaxImageBackOff (300 s; hidden flag, for tests).
+	ImagePullBackOffMax time.Duration
 	// ContainerGCPeriod is the dead-container garbage collection period
 	// (the kubelet's fixed ContainerGCPeriod, 1 min; hidden flag, for
 	// tests).
@@ -220,7 +230,7 @@ type Config struct {
 var classified = map[string]bool{"manifest-url-header": true}
 
 // hidden flags are parsed but left out of the usage text.
-var hidden = map[string]bool{"crashloop-backoff-base": true, "crashloop-backoff-max": true, "container-gc-period": true}
+var hidden = map[string]bool{"crashloop-backoff-base": true, "image-pull-backoff-max": true, "container-gc-period": true}
 
 // Parse reads args (without the program name); -h yields flag.ErrHelp after
 // writing the usage to output.
@@ -270,7 +280,9 @@ func Parse(args []string, output io.Writer) (Config, error) {
 		"longest wait for one CRI call (twice that for RunPodSandbox, plus the grace period for StopContainer; image pulls are unbounded), as the kubelet's")
 	fs.StringVar(&level, "log-level", "info", "least severe log level written: debug, info, warn or error")
 	fs.DurationVar(&cfg.BackOffBase, "crashloop-backoff-base", DefaultBackOffBase, "first crash-loop and image-pull back-off delay")
-	fs.DurationVar(&cfg.BackOffMax, "crashloop-backoff-max", 0, "longest back-off delay; 0 means the kubelet's 5 min")
+	fs.DurationVar(&cfg.MaxContainerRestartPeriod, "max-container-restart-period", DefaultMaxContainerRestartPeriod,
+		"longest crash-loop back-off delay before a container is restarted, 1s to 300s (the kubelet's crashLoopBackOff.maxContainerRestartPeriod)")
+	fs.DurationVar(&cfg.ImagePullBackOffMax, "image-pull-backoff-max", DefaultImagePullBackOffMax, "longest image-pull back-off delay")
 	fs.DurationVar(&cfg.ContainerGCPeriod, "container-gc-period", DefaultContainerGCPeriod, "period of dead-container garbage collection")
 	cfg.ImageGC = imagegc.DefaultPolicy
 	fs.IntVar(&cfg.ImageGC.HighThresholdPercent, "image-gc-high-threshold", cfg.ImageGC.HighThresholdPercent,
@@ -424,12 +436,16 @@ func (cfg *Config) validate() error {
 	for name, d := range map[string]time.Duration{
 		"resync-interval": cfg.ResyncInterval, "relist-interval": cfg.RelistInterval,
 		"file-check-frequency": cfg.FileCheckFrequency, "crashloop-backoff-base": cfg.BackOffBase, "http-check-frequency": cfg.HTTPCheckFrequency,
-		"admission-timeout": cfg.AdmissionTimeout, "container-gc-period": cfg.ContainerGCPeriod,
+		"admission-timeout": cfg.AdmissionTimeout, "container-gc-period": cfg.ContainerGCPeriod, "image-pull-backoff-max": cfg.ImagePullBackOffMax,
 		"runtime-request-timeout": cfg.RuntimeRequestTimeout,
 	} {
 		if d <= 0 {
 			return fmt.Errorf("--%s must be positive, got %s", name, d)
 		}
+	}
+	// The kubelet's ValidateKubeletConfiguration, in whole milliseconds.
+	if ms := cfg.MaxContainerRestartPeriod.Milliseconds(); ms < 1000 || ms > 300000 {
+		return fmt.Errorf("--max-container-restart-period (got: %v seconds) must be set between 1s and 300s", cfg.MaxContainerRestartPeriod.Seconds())
 	}
 	if err := cfg.ImageGC.Validate(); err != nil {
 		return err

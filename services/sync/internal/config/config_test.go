@@ -27,6 +27,16 @@ func TestParse(t *testing.T) {
 		{desc: "hidden back-off flag is accepted", args: []string{"--crashloop-backoff-base=300ms"}, check: func(c Config) bool {
 			return c.BackOffBase == 300*time.Millisecond
 		}},
+		{desc: "back-off caps default to the kubelet's 5 min", args: []string{"--node-name=n"}, check: func(c Config) bool {
+			return c.MaxContainerRestartPeriod == 300*time.Second && c.ImagePullBackOffMax == 300*time.Second
+		}},
+		{desc: "max-container-restart-period", args: []string{"--max-container-restart-period=1s"}, check: func(c Config) bool {
+			return c.MaxContainerRestartPeriod == time.Second && c.ImagePullBackOffMax == 300*time.Second
+		}},
+		{desc: "max-container-restart-period below 1s", args: []string{"--max-container-restart-period=999ms"},
+			wantErr: "--max-container-restart-period (got: 0.999 seconds) must be set between 1s and 300s"},
+		{desc: "max-container-restart-period above 300s", args: []string{"--max-container-restart-period=301s"},
+			wantErr: "--max-container-restart-period (got: 301 seconds) must be set between 1s and 300s"},
 		{desc: "node IPs split", args: []string{"--node-ip=10.0.0.1,fd00::1"}, check: func(c Config) bool {
 			return len(c.NodeIPs) == 2 && c.NodeIPs[1] == "fd00::1"
 		}},

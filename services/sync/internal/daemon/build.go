@@ -239,7 +239,7 @@ func (b *builder) buildRuntimeManager(ctx context.Context) error {
 		envOptions.Objects = b.objects
 	}
 	b.recorder = events.New(ctx, events.Options{NodeName: cfg.NodeName})
-	curve := backoff.Config{Initial: cfg.BackOffBase, Max: cfg.BackOffMax}
+	crashLoop, imagePull := backOffCurves(cfg)
 	// Which credentials pulled each image, so that a pod without them
 	// cannot use one (KubeletEnsureSecretPulledImages). Unreadable
 	// records are not fatal: every present image is then verified.
@@ -275,8 +275,8 @@ func (b *builder) buildRuntimeManager(ctx context.Context) error {
 			SwapBehavior:          kuberuntime.SwapBehavior(cfg.MemorySwapBehavior),
 			MachineSwapCapacity:   meminfoBytes("/proc/meminfo", "SwapTotal"),
 		},
-		CrashLoop:   backoff.New(curve, nil),
-		ImagePull:   backoff.New(curve, nil),
+		CrashLoop:   backoff.New(crashLoop, nil),
+		ImagePull:   backoff.New(imagePull, nil),
 		PullRecords: pullRecords,
 		Recorder:    b.recorder,
 		Actuated:    allocations,
@@ -288,6 +288,18 @@ func (b *builder) buildRuntimeManager(ctx context.Context) error {
 	b.probes = prober.NewManager(ctx, prober.Options{Execer: b.runtimeManager, Status: b.pods, Recorder: b.recorder,
 		Metrics: prober.NewMetrics(b.probeReg)})
 	return nil
+}
+
+// backOffCurves are the kubelet's two back-off curves: the crash loop's
+// (newCrashLoopBackOff: capped by maxContainerRestartPeriod, its first delay
+// no longer than the cap, a container forgotten after 600 s without a
+// restart whatever the cap, its HasExpiredFunc) and the image pull's
+// (10 s to MaxImageBackOff, forgotten after twice that).
+func backOffCurves(cfg config.Config) (crashLoop, imagePull backoff.Config) {
+	crashLoop = backoff.Config{Initial: min(cfg.BackOffBase, cfg.MaxContainerRestartPeriod), Max: cfg.MaxContainerRestartPeriod,
+		ResetAfter: backoff.CrashLoopResetAfter}
+	imagePull = backoff.Config{Initial: cfg.BackOffBase, Max: cfg.ImagePullBackOffMax}
+	return crashLoop, imagePull
 }
 
 // buildSyncLoop makes the admission client, the API server's status

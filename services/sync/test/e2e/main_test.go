@@ -25,7 +25,7 @@ func TestMain(m *testing.M) {
 			"--relist-interval=500ms",
 			"--resync-interval=2s",
 			"--crashloop-backoff-base=1s",
-			"--crashloop-backoff-max=4s",
+			"--max-container-restart-period=4s", "--image-pull-backoff-max=4s",
 			"--log-level=debug",
 		},
 	}, func(s *stack.Stack) {
