@@ -110,6 +110,10 @@ type NodeOptions struct {
 	// image, machine, system and boot IDs: MachineInfo); the registrar adds
 	// the runtime's version, the OS and architecture.
 	SystemInfo v1.NodeSystemInfo
+	// Events, when set, records the kubelet's node status events
+	// (NodeHasSufficientMemory, NodeReady, Rebooted, ...) as the node's
+	// conditions and boot ID change.
+	Events NodeEventRecorder
 	// Now is the clock (tests).
 	Now func() time.Time
 }
@@ -162,6 +166,9 @@ type NodeRegistrar struct {
 	statusMu    sync.Mutex
 	lastReport  time.Time
 	reportDelay time.Duration
+	// rebooted records the Rebooted event once, as the kubelet's
+	// MachineInfo setter does.
+	rebooted sync.Once
 }
 
 // NewNodeRegistrar returns a registrar for opts.Name.
@@ -300,6 +307,7 @@ func (r *NodeRegistrar) fillStatus(ctx context.Context, n *v1.Node) error {
 			conditions = append(conditions, c)
 		}
 	}
+	r.recordStatusEvents(n, conditions)
 	n.Status.Conditions = conditions
 	n.Status.Addresses = r.opts.Addresses
 	n.Status.DaemonEndpoints.KubeletEndpoint.Port = r.opts.KubeletPort
@@ -319,6 +327,24 @@ func (r *NodeRegistrar) fillStatus(ctx context.Context, n *v1.Node) error {
 		n.Status.Images = images
 	}
 	return nil
+}
+
+// recordStatusEvents records the events of the kubelet's status setters
+// for a node whose status goes from n's to conditions and SystemInfo's
+// boot ID: a pressure condition set or changed, Ready changed, and, once,
+// a boot ID other than the one the node had (the machine rebooted).
+func (r *NodeRegistrar) recordStatusEvents(n *v1.Node, conditions []v1.NodeCondition) {
+	if r.opts.Events == nil {
+		return
+	}
+	for _, ev := range conditionEvents(n.Status.Conditions, conditions) {
+		r.opts.Events.Event(v1.EventTypeNormal, ev, nodeStatusEvent(r.opts.Name, ev))
+	}
+	if boot := r.opts.SystemInfo.BootID; n.Status.NodeInfo.BootID != "" && boot != "" && n.Status.NodeInfo.BootID != boot {
+		r.rebooted.Do(func() {
+			r.opts.Events.Event(v1.EventTypeWarning, NodeRebooted, fmt.Sprintf("Node %s has been rebooted, boot id: %s", r.opts.Name, boot))
+		})
+	}
 }
 
 // runtimeVersion is "<runtime name>://<version>" from CRI Version, or

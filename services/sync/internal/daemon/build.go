@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -497,10 +498,39 @@ func (b *builder) apiServerLoops() []loop {
 		loop{"status manager", b.statusManager.Run},
 		loop{"event sink", func(ctx context.Context) { eventSink.Run(ctx, b.recorder) }})
 	if cfg.RegisterNode {
-		registrar := apiserver.NewNodeRegistrar(b.kubeClient, b.nodeOptions())
-		bg = append(bg, loop{"node registrar", registrar.Run})
+		nodeEvents := apiserver.NewNodeEvents(b.kubeClient, cfg.NodeName)
+		b.recordStartEvents(nodeEvents)
+		opts := b.nodeOptions()
+		opts.Events = nodeEvents
+		registrar := apiserver.NewNodeRegistrar(b.kubeClient, opts)
+		bg = append(bg, loop{"node events", nodeEvents.Run}, loop{"node registrar", registrar.Run})
 	}
 	return bg
+}
+
+// cgroupV1Warning is the kubelet's CgroupV1DeprecatedWarning, the message
+// of its CgroupV1 event.
+const cgroupV1Warning = "cgroup v1 detected. cgroup v1 support is deprecated and will be removed in a future release. Please migrate to cgroup v2. More information at https://git.k8s.io/enhancements/keps/sig-node/5573-remove-cgroup-v1"
+
+// recordStartEvents records the events a kubelet records about its node as
+// it starts: PossibleMemoryBackedVolumesOnDisk on a node with swap whose
+// tmpfs cannot be kept out of it (NewContainerManager), Starting, and
+// CgroupV1 on a cgroup v1 host (cgroupVersionCheck).
+func (b *builder) recordStartEvents(rec apiserver.NodeEventRecorder) {
+	if on, err := kuberuntime.SwapOn("/proc/swaps"); err == nil && on && !kuberuntime.TmpfsNoswapSupported(podsDir(b.cfg)) {
+		rec.Event(v1.EventTypeWarning, apiserver.PossibleMemoryBackedVolumesOnDisk,
+			"The tmpfs noswap option is not supported. Memory-backed volumes (e.g. secrets, emptyDirs, etc.) "+
+				"might be swapped to disk and should no longer be considered secure.")
+	}
+	rec.Event(v1.EventTypeNormal, apiserver.NodeStarting, "Starting splitlet.")
+	if root := b.cfg.CgroupRoot; root != "" && isDir(root) && !cm.Unified(root) {
+		rec.Event(v1.EventTypeWarning, apiserver.NodeCgroupV1, cgroupV1Warning)
+	}
+}
+
+func isDir(path string) bool {
+	st, err := os.Stat(path)
+	return err == nil && st.IsDir()
 }
 
 // nodeOptions is the Node sync registers.

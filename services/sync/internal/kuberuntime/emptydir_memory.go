@@ -83,7 +83,7 @@ func (OSFS) MountTmpfs(dir string, sizeBytes int64) error {
 	if sizeBytes > 0 {
 		opts = append(opts, "size="+strconv.FormatInt(sizeBytes, 10))
 	}
-	if tmpfsNoswapSupported(filepath.Dir(dir)) {
+	if TmpfsNoswapSupported(filepath.Dir(dir)) {
 		opts = append(opts, tmpfsNoswap)
 	}
 	if err := unix.Mount("tmpfs", dir, "tmpfs", 0, strings.Join(opts, ",")); err != nil {
@@ -101,11 +101,11 @@ var (
 	noswapSupported bool
 )
 
-// tmpfsNoswapSupported reports, once per process, whether tmpfs takes the
+// TmpfsNoswapSupported reports, once per process, whether tmpfs takes the
 // noswap option, as the kubelet's swap.IsTmpfsNoswapOptionSupported: not in
 // a user namespace (the kernel refuses it to unprivileged mounts), yes from
 // Linux 6.4, else as a trial mount in a directory made under dir says.
-func tmpfsNoswapSupported(dir string) bool {
+func TmpfsNoswapSupported(dir string) bool {
 	noswapOnce.Do(func() {
 		if inUserNamespace() {
 			return

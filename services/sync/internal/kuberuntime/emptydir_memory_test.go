@@ -101,10 +101,10 @@ func TestMountTmpfsAndUnmount(t *testing.T) {
 	}
 	// Kept out of swap where the kernel allows it, as the kubelet's
 	// emptyDir mounts.
-	if opts := superOptions(t, dir); tmpfsNoswapSupported(root) != strings.Contains(","+opts+",", ",noswap,") {
-		t.Errorf("tmpfs options %q: noswap supported %v", opts, tmpfsNoswapSupported(root))
+	if opts := superOptions(t, dir); TmpfsNoswapSupported(root) != strings.Contains(","+opts+",", ",noswap,") {
+		t.Errorf("tmpfs options %q: noswap supported %v", opts, TmpfsNoswapSupported(root))
 	} else {
-		t.Logf("tmpfs options %q (noswap supported: %v)", opts, tmpfsNoswapSupported(root))
+		t.Logf("tmpfs options %q (noswap supported: %v)", opts, TmpfsNoswapSupported(root))
 	}
 	if err := unmountUnder(filepath.Join(root, "uid")); err != nil {
 		t.Fatal(err)

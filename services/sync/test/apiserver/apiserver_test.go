@@ -19,6 +19,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"slices"
 	"testing"
 	"time"
 
@@ -264,6 +265,25 @@ func TestPodLifecycleOnRealAPIServer(t *testing.T) {
 			return false, err.Error()
 		}
 		return l.Spec.RenewTime != nil, "no renew time"
+	})
+	// The events a kubelet records about its node as it starts and
+	// registers (kubectl describe node shows them).
+	waitFor(t, 30*time.Second, "node events", func() (bool, string) {
+		evs, err := client.CoreV1().Events(metav1.NamespaceDefault).List(ctx, metav1.ListOptions{
+			FieldSelector: "involvedObject.kind=Node,involvedObject.name=" + node})
+		if err != nil {
+			return false, err.Error()
+		}
+		var reasons []string
+		for _, ev := range evs.Items {
+			reasons = append(reasons, ev.Reason)
+		}
+		for _, want := range []string{"Starting", "NodeHasSufficientMemory", "NodeHasNoDiskPressure", "NodeHasSufficientPID"} {
+			if !slices.Contains(reasons, want) {
+				return false, fmt.Sprintf("reasons %v, no %s", reasons, want)
+			}
+		}
+		return true, ""
 	})
 
 	ns := "default"
