@@ -320,6 +320,12 @@ func (s *Stack) startSync(ctx context.Context) error {
 		// off it all the same (NoSwap).
 		"--fail-swap-on=false",
 	}
+	if s.cfg.RuntimeEndpoint == "" {
+		// The fake runtime's pods run no process, so their pod cgroups
+		// would hold nothing: no cgroups on the host for them (benchmarks
+		// start thousands).
+		args = append(args, "--cgroups-per-qos=false")
+	}
 	if s.Admission != nil {
 		args = append(args, "--admission-endpoint="+s.AdmissionAddr, "--admission-token-file="+s.TokenFile)
 	}

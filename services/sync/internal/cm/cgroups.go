@@ -1,11 +1,13 @@
-// Package cm removes the cgroups of the pods sync ran once they are gone.
-// Sync names a pod's cgroup parent like the kubelet's cgroupfs driver
-// (kuberuntime.CgroupfsPodCgroupParent: /kubepods/pod<uid>,
-// /kubepods/burstable/pod<uid>, /kubepods/besteffort/pod<uid>) and lets the
-// runtime create the missing levels when it starts the sandbox; the runtime
-// removes the sandbox's and containers' own cgroups with them, but nothing
-// removes the pod level. The kubelet does (cleanupOrphanedPodCgroups with
-// podContainerManagerImpl.Destroy); PodCgroups does it here.
+// Package cm keeps the cgroups of the pods sync runs, as the kubelet's
+// container manager does on the cgroupfs driver. Sync names a pod's cgroup
+// like the kubelet (kuberuntime.CgroupfsPodCgroupParent: /kubepods/pod<uid>,
+// /kubepods/burstable/pod<uid>, /kubepods/besteffort/pod<uid>).
+// PodContainerManager (pod_container.go) makes it with the pod's limits
+// before the runtime starts the sandbox in it, and changes it in resizes;
+// the runtime removes the sandbox's and containers' own cgroups with them,
+// but nothing removes the pod level. The kubelet does
+// (cleanupOrphanedPodCgroups with podContainerManagerImpl.Destroy);
+// PodCgroups does it here. cpu.go has the kubelet's CPU conversions.
 package cm
 
 import (

@@ -27,6 +27,7 @@ import (
 	"github.com/splitlet/splitlet/internal/criclient"
 	"github.com/splitlet/splitlet/internal/logctx"
 	"github.com/splitlet/splitlet/internal/opsmux"
+	"github.com/splitlet/splitlet/internal/qos"
 	"github.com/splitlet/splitlet/internal/tracing"
 	"github.com/splitlet/splitlet/services/sync/internal/admission"
 	"github.com/splitlet/splitlet/services/sync/internal/allocation"
@@ -283,6 +284,7 @@ func (b *builder) buildRuntimeManager(ctx context.Context) error {
 		Actuated:    allocations,
 
 		RuntimeClasses: runtimeClasses,
+		PodCgroups:     b.podContainerManager(),
 	})
 
 	b.probeReg = prometheus.NewRegistry()
@@ -704,6 +706,32 @@ func (b *builder) podCgroups() syncloop.PodCgroupRemover {
 		return nil
 	}
 	return cm.New(b.cfg.CgroupRoot)
+}
+
+// podContainerManager makes pod cgroups with their limits
+// (--cgroups-per-qos), or returns nil, leaving them to the runtime, when
+// that is off, when the runtime is on the systemd driver (the kubelet makes
+// pod slices through systemd over D-Bus, which sync does not do), or when
+// --cgroup-root cannot be written to, as in a container given a read-only
+// cgroupfs; the last two with a warning.
+func (b *builder) podContainerManager() kuberuntime.PodCgroups {
+	cfg := b.cfg
+	switch {
+	case !cfg.CgroupsPerQOS:
+		return nil
+	case b.cgroupDriver == kuberuntime.SystemdDriver:
+		b.log.Warn("pod cgroups get no pod-level limits on the systemd cgroup driver: the runtime makes them without any")
+		return nil
+	case cfg.CgroupRoot == "":
+		b.log.Warn("pod cgroups get no pod-level limits: no --cgroup-root")
+		return nil
+	}
+	if err := cm.Writable(cfg.CgroupRoot); err != nil {
+		b.log.Warn("pod cgroups get no pod-level limits: the cgroupfs cannot be written to", zap.Error(err))
+		return nil
+	}
+	name := func(pod *v1.Pod) string { return kuberuntime.CgroupfsPodCgroupParent(pod, qos.GetPodQOS(pod)) }
+	return cm.NewPodContainerManager(name, cfg.CPUCFSQuota, uint64(cfg.CPUCFSQuotaPeriod/time.Microsecond))
 }
 
 // mirrorSetter is m as a MirrorSetter, nil (mirror pods dropped) when

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -22,6 +21,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/splitlet/splitlet/internal/qos"
+	"github.com/splitlet/splitlet/services/sync/internal/cm"
 	"github.com/splitlet/splitlet/services/sync/internal/container"
 	"github.com/splitlet/splitlet/services/sync/internal/defaults"
 	"github.com/splitlet/splitlet/services/sync/internal/volume"
@@ -639,53 +639,6 @@ func generateLinuxContainerResources(pod *v1.Pod, c *v1.Container, opts Containe
 	return res, nil
 }
 
-// CPU constants of the kubelet's helpers_linux.go and cm package.
-const (
-	minShares      = 2
-	maxShares      = 262144
-	sharesPerCPU   = 1024
-	milliCPUToCPU  = 1000
-	quotaPeriod    = 100000 // the kubelet's default 100ms, in microseconds
-	minQuotaPeriod = 1000
-)
-
-// milliCPUToShares matches the kubelet's cm.MilliCPUToShares: zero means the
-// kernel's minimum, not "unset".
-func milliCPUToShares(milliCPU int64) int64 {
-	if milliCPU == 0 {
-		return minShares
-	}
-	shares := milliCPU * sharesPerCPU / milliCPUToCPU
-	return min(max(shares, minShares), maxShares)
-}
-
-// milliCPUToQuota matches the kubelet's: no limit means no quota, and a
-// quota is at least 1ms.
-func milliCPUToQuota(milliCPU, period int64) int64 {
-	if milliCPU == 0 {
-		return 0
-	}
-	return max(milliCPU*period/milliCPUToCPU, minQuotaPeriod)
-}
-
-// sharesToMilliCPU matches the kubelet's cm.SharesToMilliCPU: the inverse
-// of milliCPUToShares, rounded up; below the minimum it is 0.
-func sharesToMilliCPU(shares int64) int64 {
-	if shares < minShares {
-		return 0
-	}
-	return int64(math.Ceil(float64(shares*milliCPUToCPU) / float64(sharesPerCPU)))
-}
-
-// quotaToMilliCPU matches the kubelet's cm.QuotaToMilliCPU: no quota (-1)
-// is 0.
-func quotaToMilliCPU(quota, period int64) int64 {
-	if quota == -1 {
-		return 0
-	}
-	return quota * milliCPUToCPU / period
-}
-
 // CPUCFS is how CPU limits become CFS quotas: the kubelet's cpuCFSQuota
 // (--cpu-cfs-quota) and cpuCFSQuotaPeriod (--cpu-cfs-quota-period, the
 // CPUCFSQuotaPeriod gate, GA). The zero value is the kubelet's default:
@@ -703,7 +656,7 @@ func (c CPUCFS) period() int64 {
 	case c.DisableQuota:
 		return 0
 	case c.QuotaPeriod == 0:
-		return quotaPeriod
+		return cm.QuotaPeriod
 	}
 	return int64(c.QuotaPeriod / time.Microsecond)
 }
@@ -715,9 +668,9 @@ func calculateLinuxResources(cpuRequest, cpuLimit, memoryLimit *resource.Quantit
 	// A limit without a request means request = limit; the API server
 	// defaults that, and the kubelet repeats it for older objects.
 	if cpuRequest == nil && cpuLimit != nil {
-		res.CpuShares = milliCPUToShares(cpuLimit.MilliValue())
+		res.CpuShares = cm.MilliCPUToShares(cpuLimit.MilliValue())
 	} else {
-		res.CpuShares = milliCPUToShares(cpuRequest.MilliValue())
+		res.CpuShares = cm.MilliCPUToShares(cpuRequest.MilliValue())
 	}
 	if memoryLimit != nil {
 		res.MemoryLimitInBytes = memoryLimit.Value()
@@ -725,7 +678,7 @@ func calculateLinuxResources(cpuRequest, cpuLimit, memoryLimit *resource.Quantit
 	if cfsPeriod > 0 {
 		res.CpuPeriod = cfsPeriod
 		if cpuLimit != nil {
-			res.CpuQuota = milliCPUToQuota(cpuLimit.MilliValue(), cfsPeriod)
+			res.CpuQuota = cm.MilliCPUToQuota(cpuLimit.MilliValue(), cfsPeriod)
 		}
 	}
 	return res

@@ -20,6 +20,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/splitlet/splitlet/services/sync/internal/backoff"
+	"github.com/splitlet/splitlet/services/sync/internal/cm"
 	"github.com/splitlet/splitlet/services/sync/internal/container"
 	"github.com/splitlet/splitlet/services/sync/internal/events"
 	"github.com/splitlet/splitlet/services/sync/internal/lifecycle"
@@ -68,7 +69,29 @@ type ManagerOptions struct {
 	// without an API server: then every sandbox gets the runtime's default
 	// handler, as a standalone kubelet's do (it has no runtimeClassManager).
 	RuntimeClasses RuntimeClasses
+	// PodCgroups, when set, makes each pod's cgroup with its resources
+	// before its sandbox (cm.PodContainerManager, the kubelet's
+	// cgroupsPerQOS) and changes it in in-place resizes; nil leaves the
+	// pod cgroup to the runtime, without limits of its own.
+	PodCgroups PodCgroups
 }
+
+// PodCgroups keeps pod cgroups: the kubelet's PodContainerManager, with
+// ResourceConfigForPod. *cm.PodContainerManager is one.
+type PodCgroups interface {
+	// EnsureExists creates the pod's cgroup with its resources unless it
+	// exists.
+	EnsureExists(pod *v1.Pod) error
+	// ResourceConfig is what the pod's cgroup should have.
+	ResourceConfig(pod *v1.Pod) cm.ResourceConfig
+	// Current is what the pod's cgroup has: CPU quota and shares, memory
+	// limit.
+	Current(pod *v1.Pod) (cm.ResourceConfig, error)
+	// Set writes the set fields of cfg to the pod's cgroup.
+	Set(pod *v1.Pod, cfg cm.ResourceConfig) error
+}
+
+var _ PodCgroups = (*cm.PodContainerManager)(nil)
 
 // RuntimeClasses reads the node.k8s.io RuntimeClasses pods name: the
 // kubelet's runtimeclass.Manager.
@@ -424,12 +447,12 @@ func toKubeContainerResources(res *runtimeapi.ContainerResources) *container.Con
 	}
 	out := &container.ContainerResources{}
 	if l.GetCpuPeriod() > 0 {
-		if milli := quotaToMilliCPU(l.GetCpuQuota(), l.GetCpuPeriod()); milli > 0 {
+		if milli := cm.QuotaToMilliCPU(l.GetCpuQuota(), l.GetCpuPeriod()); milli > 0 {
 			out.CPULimit = resource.NewMilliQuantity(milli, resource.DecimalSI)
 		}
 	}
 	if l.GetCpuShares() > 0 {
-		if milli := sharesToMilliCPU(l.GetCpuShares()); milli > 0 {
+		if milli := cm.SharesToMilliCPU(l.GetCpuShares()); milli > 0 {
 			out.CPURequest = resource.NewMilliQuantity(milli, resource.DecimalSI)
 		}
 	}

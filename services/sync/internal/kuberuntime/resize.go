@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/splitlet/splitlet/services/sync/internal/cm"
 	"github.com/splitlet/splitlet/services/sync/internal/container"
 )
 
@@ -159,19 +160,95 @@ func computePodResizeAction(pod *v1.Pod, containerIdx int, init bool, status *co
 // doPodResizeAction updates the containers of changes.ContainersToUpdate
 // in place: memory first, then CPU, each in the order computePodResizeAction
 // put them (decreases first), after checking that no memory limit goes
-// below what its container uses (validateMemoryResizeAction). It stops at
-// the first failure, leaving the rest to the next sync, which sees what was
-// done in the actuated records. Matches the kubelet's doPodResizeAction,
-// without its pod cgroup steps: sync writes no pod-level cgroup limits (the
-// runtime creates the pod cgroup without any), so there is nothing to
-// raise before the containers or lower after them.
+// below what its container uses (validateMemoryResizeAction). With pod
+// cgroups (PodCgroups) the pod's cgroup follows: its limit is raised before
+// the containers' and lowered after them, its CPU shares likewise, so that
+// no container is ever allowed more than its pod. It stops at the first
+// failure, leaving the rest to the next sync, which sees what was done in
+// the actuated records and the pod cgroup. Matches the kubelet's
+// doPodResizeAction.
 func (m *Manager) doPodResizeAction(ctx context.Context, pod *v1.Pod, changes PodActions) error {
 	if err := m.validateMemoryResizeAction(ctx, changes); err != nil {
 		return err
 	}
+	var desired, current cm.ResourceConfig
+	if pcg := m.opts.PodCgroups; pcg != nil {
+		desired = pcg.ResourceConfig(pod)
+		var err error
+		if current, err = pcg.Current(pod); err != nil {
+			return fmt.Errorf("resize pod in place: %w", err)
+		}
+	}
 	for _, name := range []v1.ResourceName{v1.ResourceMemory, v1.ResourceCPU} {
-		if err := m.updatePodContainerResources(ctx, pod, name, changes.ContainersToUpdate[name]); err != nil {
+		infos := changes.ContainersToUpdate[name]
+		if len(infos) == 0 {
+			continue
+		}
+		if err := m.resizeResource(ctx, pod, name, infos, current, desired); err != nil {
 			return fmt.Errorf("resize pod in place (%s): %w", name, err)
+		}
+	}
+	return nil
+}
+
+// resizeResource updates resource name of the containers infos and, with
+// pod cgroups, the pod's: the kubelet's resizeContainers, whose pod cgroup
+// limit goes up before the containers and down after them, and requests
+// (CPU shares) likewise. A desired pod limit that is unset (a Burstable pod
+// with a container without one) keeps the current one, as the kubelet's
+// does.
+func (m *Manager) resizeResource(ctx context.Context, pod *v1.Pod, name v1.ResourceName, infos []ContainerToUpdateInfo, current, desired cm.ResourceConfig) error {
+	pcg := m.opts.PodCgroups
+	if pcg == nil {
+		return m.updatePodContainerResources(ctx, pod, name, infos)
+	}
+	var curLimit, newLimit, curRequest, newRequest int64
+	var limitCfg, requestCfg cm.ResourceConfig
+	switch name {
+	case v1.ResourceMemory:
+		if desired.Memory == nil {
+			desired.Memory = current.Memory
+		}
+		curLimit, newLimit = *current.Memory, *desired.Memory
+		limitCfg.Memory = desired.Memory
+	case v1.ResourceCPU:
+		if desired.CPUQuota == nil {
+			desired.CPUQuota, desired.CPUPeriod = current.CPUQuota, current.CPUPeriod
+		}
+		curLimit, newLimit = *current.CPUQuota, *desired.CPUQuota
+		curRequest, newRequest = int64(*current.CPUShares), int64(*desired.CPUShares)
+		limitCfg.CPUQuota, limitCfg.CPUPeriod = desired.CPUQuota, desired.CPUPeriod
+		requestCfg.CPUShares = desired.CPUShares
+	}
+	set := func(cfg cm.ResourceConfig) error {
+		if err := pcg.Set(pod, cfg); err != nil {
+			return fmt.Errorf("failed to set cgroup config for %s of pod %s: %w", name, pod.Name, err)
+		}
+		return nil
+	}
+	// Limits grow before requests, and requests shrink before limits, to
+	// keep requests at or under limits.
+	if newLimit > curLimit {
+		if err := set(limitCfg); err != nil {
+			return err
+		}
+	}
+	if newRequest > curRequest {
+		if err := set(requestCfg); err != nil {
+			return err
+		}
+	}
+	if err := m.updatePodContainerResources(ctx, pod, name, infos); err != nil {
+		return err
+	}
+	if newRequest < curRequest {
+		if err := set(requestCfg); err != nil {
+			return err
+		}
+	}
+	if newLimit < curLimit {
+		if err := set(limitCfg); err != nil {
+			return err
 		}
 	}
 	return nil

@@ -88,9 +88,10 @@ type SandboxOptions struct {
 // the cgroupfs driver and the default cgroup root (podContainerManagerImpl.
 // GetPodContainerName): /kubepods/pod<uid> for Guaranteed pods, which sit
 // directly under the kubepods cgroup, and /kubepods/burstable/pod<uid> or
-// /kubepods/besteffort/pod<uid> for the other classes. splitlet does not
-// create these cgroups: the runtime creates the missing levels of a cgroup
-// parent when it starts the sandbox.
+// /kubepods/besteffort/pod<uid> for the other classes. With pod cgroups on
+// (ManagerOptions.PodCgroups) sync makes the pod's before the sandbox;
+// otherwise the runtime creates the missing levels of a cgroup parent when
+// it starts the sandbox.
 func CgroupfsPodCgroupParent(pod *v1.Pod, class v1.PodQOSClass) string {
 	leaf := "pod" + string(pod.UID)
 	switch class {

@@ -167,6 +167,14 @@ func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod, podStatus *container
 			return res, nil
 		}
 		res.Acted = true
+		// The pod's cgroup, with its limits, before the runtime puts the
+		// sandbox in it (the kubelet's syncPod, pcm.EnsureExists).
+		if pcg := m.opts.PodCgroups; pcg != nil {
+			if err := pcg.EnsureExists(pod); err != nil {
+				m.opts.Recorder.Eventf(pod, v1.EventTypeWarning, events.FailedToCreatePodContainer, "unable to ensure pod container exists: %v", err)
+				return res, fmt.Errorf("failed to ensure that the pod: %v cgroups exist and are correctly applied: %w", pod.UID, err)
+			}
+		}
 		id, err := m.createPodSandbox(ctx, pod, actions.Attempt)
 		if err != nil {
 			m.opts.Recorder.Eventf(pod, v1.EventTypeWarning, events.FailedCreatePodSandBox, "Failed to create pod sandbox: %v", err)
