@@ -148,9 +148,13 @@ func NewPodContainerManager(name func(*v1.Pod) string, enforceCPULimits bool, cp
 	return &PodContainerManager{name: name, enforceCPULimits: enforceCPULimits, cpuPeriod: cpuPeriod}
 }
 
-// Writable reports whether pod cgroups can be made under the cgroupfs
-// mounted at root: false where it is mounted read-only, as in a container
-// that was not given the host's cgroupfs.
+// MountRoot is where PodContainerManager makes pod cgroups: the cgroupfs
+// mounts of the process, as opencontainers/cgroups finds them.
+const MountRoot = "/sys/fs/cgroup"
+
+// Writable returns why pod cgroups cannot be made under the cgroupfs
+// mounted at root, or nil: it fails where that is mounted read-only, as in
+// a container not given the host's cgroupfs.
 func Writable(root string) error {
 	dir := root
 	if !Unified(root) {

@@ -711,9 +711,9 @@ func (b *builder) podCgroups() syncloop.PodCgroupRemover {
 // podContainerManager makes pod cgroups with their limits
 // (--cgroups-per-qos), or returns nil, leaving them to the runtime, when
 // that is off, when the runtime is on the systemd driver (the kubelet makes
-// pod slices through systemd over D-Bus, which sync does not do), or when
-// --cgroup-root cannot be written to, as in a container given a read-only
-// cgroupfs; the last two with a warning.
+// pod slices through systemd over D-Bus, which sync does not do), when
+// --cgroup-root is not /sys/fs/cgroup, or when it cannot be written to, as
+// in a container given a read-only cgroupfs; the last three with a warning.
 func (b *builder) podContainerManager() kuberuntime.PodCgroups {
 	cfg := b.cfg
 	switch {
@@ -722,8 +722,10 @@ func (b *builder) podContainerManager() kuberuntime.PodCgroups {
 	case b.cgroupDriver == kuberuntime.SystemdDriver:
 		b.log.Warn("pod cgroups get no pod-level limits on the systemd cgroup driver: the runtime makes them without any")
 		return nil
-	case cfg.CgroupRoot == "":
-		b.log.Warn("pod cgroups get no pod-level limits: no --cgroup-root")
+	case filepath.Clean(cfg.CgroupRoot) != cm.MountRoot:
+		// opencontainers/cgroups finds the hierarchies where the process
+		// sees them mounted, which is what --cgroup-root must name.
+		b.log.Warn("pod cgroups get no pod-level limits: they are made under "+cm.MountRoot+" only", zap.String("cgroupRoot", cfg.CgroupRoot))
 		return nil
 	}
 	if err := cm.Writable(cfg.CgroupRoot); err != nil {
