@@ -323,7 +323,9 @@ func podNames(n int) []string {
 func writePluginConfig(t *testing.T, dir string) string {
 	t.Helper()
 	bin := filepath.Join(dir, "image-allowlist")
-	if out, err := exec.Command("go", "build", "-o", bin, pluginPkg).CombinedOutput(); err != nil {
+	build := exec.Command("go", "build", "-o", bin, pluginPkg)
+	build.Env = append(os.Environ(), "CGO_ENABLED=0") // as `make build`: its packages are reused
+	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("build the plugin: %v\n%s", err, out)
 	}
 	sum, err := exec.Command("sha256sum", bin).Output()

@@ -72,7 +72,11 @@ func binary(t *testing.T, pkg string) string {
 		t.Fatal(err)
 	}
 	out := filepath.Join(binDir, filepath.Base(pkg))
-	if b, err := exec.Command(goBin, "build", "-o", out, pkg).CombinedOutput(); err != nil {
+	// Without cgo, as `make build` builds them: the packages compiled for
+	// it are reused rather than compiled once more with cgo.
+	cmd := exec.Command(goBin, "build", "-o", out, pkg)
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if b, err := cmd.CombinedOutput(); err != nil {
 		buildErrs[pkg] = fmt.Errorf("go build %s: %v\n%s", pkg, err, b)
 		t.Fatal(buildErrs[pkg])
 	}

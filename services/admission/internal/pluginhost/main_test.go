@@ -54,6 +54,7 @@ func pluginBinaries(t testing.TB) (allowlist, testplugin string) {
 			bins.testplugin: "./testdata/testplugin",
 		} {
 			cmd := exec.Command(goBin, "build", "-o", out, pkg)
+			cmd.Env = append(os.Environ(), "CGO_ENABLED=0") // as `make build`: its packages are reused
 			if b, err := cmd.CombinedOutput(); err != nil {
 				buildErr = fmt.Errorf("go build %s: %v\n%s", pkg, err, b)
 				return

@@ -30,6 +30,7 @@ func allowlistPlugin(b *testing.B) string {
 	dir := b.TempDir()
 	bin := filepath.Join(dir, "splitlet-plugin-image-allowlist")
 	cmd := exec.Command(goBin, "build", "-o", bin, "github.com/splitlet/splitlet/services/admission/cmd/splitlet-plugin-image-allowlist")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		b.Fatalf("go build: %v\n%s", err, out)
 	}
