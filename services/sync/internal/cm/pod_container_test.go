@@ -177,7 +177,7 @@ func TestPodContainerManagerOnCgroupfs(t *testing.T) {
 
 // removeTree removes the cgroup dir and its children in every hierarchy,
 // deepest first (cgroupfs only takes rmdir).
-func removeTree(t *testing.T, name string) {
+func removeTree(t testing.TB, name string) {
 	roots := []string{"/sys/fs/cgroup"}
 	if !cgroups.IsCgroup2UnifiedMode() {
 		entries, _ := os.ReadDir("/sys/fs/cgroup")
@@ -199,5 +199,28 @@ func removeTree(t *testing.T, name string) {
 		if err := os.Remove(dir); err != nil && !os.IsNotExist(err) {
 			t.Errorf("removing test cgroup: %v", err)
 		}
+	}
+}
+
+// BenchmarkEnsureExists is what a new pod's cgroup costs sync (root, a
+// writable cgroupfs): EnsureExists of a Guaranteed pod (the cgroup is
+// removed between iterations, outside the timing).
+func BenchmarkEnsureExists(b *testing.B) {
+	if os.Geteuid() != 0 || Writable(MountRoot) != nil {
+		b.Skip("creates cgroups: needs root and a writable cgroupfs")
+	}
+	parent := fmt.Sprintf("/splitlet-cm-bench-%d", os.Getpid())
+	m := NewPodContainerManager(func(p *v1.Pod) string { return parent + "/pod" + string(p.UID) }, true, 100000)
+	pod := podWith(resources("cpu=500m,memory=64Mi", "cpu=500m,memory=64Mi"))
+	b.Cleanup(func() { removeTree(b, parent) })
+	b.ResetTimer()
+	for i := range b.N {
+		pod.UID = types.UID(fmt.Sprint("b", i))
+		if err := m.EnsureExists(pod); err != nil {
+			b.Fatal(err)
+		}
+		b.StopTimer()
+		removeTree(b, parent+"/pod"+string(pod.UID))
+		b.StartTimer()
 	}
 }
