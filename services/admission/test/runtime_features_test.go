@@ -3,13 +3,10 @@ package test
 import (
 	"context"
 	"fmt"
-	"net"
-	"path/filepath"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"google.golang.org/grpc"
 	v1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
@@ -33,20 +30,6 @@ func (f *featureRuntime) Status(context.Context, *runtimeapi.StatusRequest) (*ru
 		}},
 		Features: &runtimeapi.RuntimeFeatures{SupplementalGroupsPolicy: f.strict.Load()},
 	}, nil
-}
-
-func serveRuntime(t *testing.T, rt *featureRuntime) string {
-	t.Helper()
-	sock := filepath.Join(t.TempDir(), "cri.sock")
-	lis, err := net.Listen("unix", sock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := grpc.NewServer()
-	runtimeapi.RegisterRuntimeServiceServer(srv, rt)
-	go srv.Serve(lis)
-	t.Cleanup(srv.Stop)
-	return sock
 }
 
 func strictPod() *v1.Pod {
@@ -75,7 +58,7 @@ func admitStrict(ctx context.Context, t *testing.T, client admissionv1.Admission
 func TestProcessSupplementalGroupsPolicyFromRuntime(t *testing.T) {
 	rt := &featureRuntime{}
 	rt.strict.Store(true)
-	sock := serveRuntime(t, rt)
+	sock := testfixture.ServeCRI(t, rt)
 	p := start(t, nodeConfig(t, "gatewayEndpoint: unix://"+sock))
 	client := admissionv1.NewAdmissionServiceClient(p.dial(t))
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -93,7 +76,7 @@ func TestProcessSupplementalGroupsPolicyFromRuntime(t *testing.T) {
 func TestProcessSupplementalGroupsPolicyConfigured(t *testing.T) {
 	rt := &featureRuntime{}
 	rt.strict.Store(true)
-	sock := serveRuntime(t, rt)
+	sock := testfixture.ServeCRI(t, rt)
 	p := start(t, fmt.Sprintf(`
 node:
   name: %s

@@ -217,21 +217,27 @@ spec:
 	})
 }
 
-// An Always pod whose container keeps crashing shows CrashLoopBackOff, and
-// the restart delay grows.
-func TestCrashLoopBackOffGrows(t *testing.T) {
-	s := startStack(t, stackOptions{backOffBase: 400 * time.Millisecond})
-	s.apply(`apiVersion: v1
+// crasherPod is an Always pod whose one container, app, exits 1 after 50 ms
+// every time it starts (the fake runtime's behaviour annotation).
+func crasherPod(name string) string {
+	return `apiVersion: v1
 kind: Pod
 metadata:
-  name: crasher
+  name: ` + name + `
   annotations:
     fake.splitlet.dev/behavior.app: "after=50ms exit=1"
 spec:
   containers:
   - name: app
     image: busybox:1.36
-`)
+`
+}
+
+// An Always pod whose container keeps crashing shows CrashLoopBackOff, and
+// the restart delay grows.
+func TestCrashLoopBackOffGrows(t *testing.T) {
+	s := startStack(t, stackOptions{backOffBase: 400 * time.Millisecond})
+	s.apply(crasherPod("crasher"))
 	seen := map[string]bool{}
 	var order []string
 	waitFor(t, 25*time.Second, "two growing back-off delays", func() (bool, string) {
@@ -279,17 +285,7 @@ spec:
 func TestMaxContainerRestartPeriodCapsCrashLoop(t *testing.T) {
 	// Later flags win: this cap replaces the harness's 8 s one.
 	s := startStack(t, stackOptions{backOffBase: 10 * time.Second, syncArgs: []string{"--max-container-restart-period=1s"}})
-	s.apply(`apiVersion: v1
-kind: Pod
-metadata:
-  name: capped
-  annotations:
-    fake.splitlet.dev/behavior.app: "after=50ms exit=1"
-spec:
-  containers:
-  - name: app
-    image: busybox:1.36
-`)
+	s.apply(crasherPod("capped"))
 	var messages []string
 	waitFor(t, 25*time.Second, "three restarts", func() (bool, string) {
 		cs := containerStatus(s.get("capped"), "app")

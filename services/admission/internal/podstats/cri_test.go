@@ -3,21 +3,20 @@ package podstats
 import (
 	"context"
 	"errors"
-	"net"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"testing"
 
 	"github.com/containerd/errdefs"
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/splitlet/splitlet/services/admission/internal/testfixture"
 )
 
-// fakeRuntime is a hand-written CRI RuntimeService answering only the two
-// calls the provider makes.
+// fakeRuntime is a hand-written CRI RuntimeService answering only the
+// calls the provider makes (ListPodSandbox, ListPodSandboxStats, Status).
 type fakeRuntime struct {
 	runtimeapi.UnimplementedRuntimeServiceServer
 	sandboxes []*runtimeapi.PodSandbox
@@ -54,16 +53,7 @@ func (f *fakeRuntime) ListPodSandboxStats(context.Context, *runtimeapi.ListPodSa
 // serve runs rt on a unix socket and returns its path.
 func serve(t *testing.T, rt *fakeRuntime) string {
 	t.Helper()
-	sock := filepath.Join(t.TempDir(), "cri.sock")
-	lis, err := net.Listen("unix", sock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := grpc.NewServer()
-	runtimeapi.RegisterRuntimeServiceServer(srv, rt)
-	go srv.Serve(lis)
-	t.Cleanup(srv.Stop)
-	return sock
+	return testfixture.ServeCRI(t, rt)
 }
 
 func sandbox(id, uid string, state runtimeapi.PodSandboxState) *runtimeapi.PodSandbox {

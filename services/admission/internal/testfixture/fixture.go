@@ -1,16 +1,22 @@
 // Package testfixture builds the nodes and pods the admission service's tests
 // admit, so the admitter, server and process tests speak of the same small
-// node: 2 cpu, 1Gi memory, 10 pods, labelled zone=a, linux.
+// node: 2 cpu, 1Gi memory, 10 pods, labelled zone=a, linux. ServeCRI serves
+// a test's CRI runtime for those reading it through the gateway.
 package testfixture
 
 import (
 	"fmt"
+	"net"
+	"path/filepath"
 	"runtime"
+	"testing"
 
+	"google.golang.org/grpc"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
 // NodeName is the name of Node.
@@ -120,4 +126,20 @@ func TypicalPod(suffix string) *v1.Pod {
 		},
 		Status: v1.PodStatus{Phase: v1.PodRunning, QOSClass: v1.PodQOSBurstable, PodIP: "10.0.0.1"},
 	}
+}
+
+// ServeCRI serves rt as a CRI RuntimeService on a unix socket in a
+// temporary directory until t ends, and returns the socket's path.
+func ServeCRI(t testing.TB, rt runtimeapi.RuntimeServiceServer) string {
+	t.Helper()
+	sock := filepath.Join(t.TempDir(), "cri.sock")
+	lis, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := grpc.NewServer()
+	runtimeapi.RegisterRuntimeServiceServer(srv, rt)
+	go func() { _ = srv.Serve(lis) }()
+	t.Cleanup(srv.Stop)
+	return sock
 }
