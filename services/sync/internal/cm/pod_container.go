@@ -138,14 +138,16 @@ type PodContainerManager struct {
 	name             func(*v1.Pod) string
 	enforceCPULimits bool
 	cpuPeriod        uint64
+	qos              *QOSContainerManager
 }
 
 // NewPodContainerManager returns a manager naming each pod's cgroup with
 // name (/kubepods/burstable/pod<uid>, ...), relative to the cgroupfs
 // mount, and giving it CFS quotas of cpuPeriod microseconds unless
-// enforceCPULimits is off.
-func NewPodContainerManager(name func(*v1.Pod) string, enforceCPULimits bool, cpuPeriod uint64) *PodContainerManager {
-	return &PodContainerManager{name: name, enforceCPULimits: enforceCPULimits, cpuPeriod: cpuPeriod}
+// enforceCPULimits is off. qos, when set, is updated before a pod's cgroup
+// is made, so that the Burstable tier counts the new pod.
+func NewPodContainerManager(name func(*v1.Pod) string, enforceCPULimits bool, cpuPeriod uint64, qos *QOSContainerManager) *PodContainerManager {
+	return &PodContainerManager{name: name, enforceCPULimits: enforceCPULimits, cpuPeriod: cpuPeriod, qos: qos}
 }
 
 // MountRoot is where PodContainerManager makes pod cgroups: the cgroupfs
@@ -179,6 +181,11 @@ func (m *PodContainerManager) EnsureExists(pod *v1.Pod) error {
 	}
 	if cgroupExists(mgr) {
 		return nil
+	}
+	if m.qos != nil {
+		// As the kubelet's syncPod: a QoS update that fails does not stop
+		// the pod (the periodic update logs and retries it).
+		_ = m.qos.Update()
 	}
 	// Apply(-1) creates the cgroup in every hierarchy without moving a
 	// process into it; Set then writes the limits (the kubelet's

@@ -145,7 +145,7 @@ func TestPodContainerManagerOnCgroupfs(t *testing.T) {
 	pod := podWith(resources("cpu=500m,memory=64Mi", "cpu=500m,memory=64Mi"))
 	pod.UID = types.UID("u-" + fmt.Sprint(os.Getpid()))
 	name := func(p *v1.Pod) string { return parent + "/pod" + string(p.UID) }
-	m := NewPodContainerManager(name, true, 100000)
+	m := NewPodContainerManager(name, true, 100000, nil)
 	t.Cleanup(func() { removeTree(t, parent) })
 
 	if err := m.EnsureExists(pod); err != nil {
@@ -210,7 +210,7 @@ func BenchmarkEnsureExists(b *testing.B) {
 		b.Skip("creates cgroups: needs root and a writable cgroupfs")
 	}
 	parent := fmt.Sprintf("/splitlet-cm-bench-%d", os.Getpid())
-	m := NewPodContainerManager(func(p *v1.Pod) string { return parent + "/pod" + string(p.UID) }, true, 100000)
+	m := NewPodContainerManager(func(p *v1.Pod) string { return parent + "/pod" + string(p.UID) }, true, 100000, nil)
 	pod := podWith(resources("cpu=500m,memory=64Mi", "cpu=500m,memory=64Mi"))
 	b.Cleanup(func() { removeTree(b, parent) })
 	b.ResetTimer()

@@ -167,7 +167,8 @@ type Config struct {
 	// removed are removed under it. Empty removes none.
 	CgroupRoot string
 	// CgroupsPerQOS makes each pod's cgroup, with its limits, before its
-	// sandbox (the kubelet's --cgroups-per-qos, true by default).
+	// sandbox, and keeps the QoS cgroups (the kubelet's --cgroups-per-qos,
+	// true by default).
 	CgroupsPerQOS bool
 	// AllowedUnsafeSysctls are the sysctl names and patterns (ending in
 	// '*') pods may set beyond the safe ones (the kubelet's
@@ -310,7 +311,7 @@ func Parse(args []string, output io.Writer) (Config, error) {
 	fs.BoolVar(&cfg.Profiling, "profiling", false, "serve Go's pprof profiles under /debug/pprof/ wherever /metrics is served")
 	fs.StringVar(&clusterDNS, "cluster-dns", "", "comma-separated IPs of the cluster DNS servers for pods with dnsPolicy ClusterFirst (the kubelet's --cluster-dns); empty: such pods use the node's resolv.conf")
 	fs.StringVar(&cfg.ClusterDomain, "cluster-domain", "", "the cluster's DNS domain, e.g. cluster.local, searched by ClusterFirst pods (the kubelet's --cluster-domain)")
-	fs.BoolVar(&cfg.CgroupsPerQOS, "cgroups-per-qos", true, "create each pod's cgroup (/kubepods[/burstable|/besteffort]/pod<uid>) with the pod's CPU and memory limits before its sandbox, and change it in in-place resizes (the kubelet's flag); on the cgroupfs driver, where --cgroup-root is writable")
+	fs.BoolVar(&cfg.CgroupsPerQOS, "cgroups-per-qos", true, "create each pod's cgroup (/kubepods[/burstable|/besteffort]/pod<uid>) with the pod's CPU and memory limits before its sandbox, change it in in-place resizes, and keep the QoS cgroups' CPU shares (the kubelet's flag); on the cgroupfs driver, where --cgroup-root is /sys/fs/cgroup and writable")
 	fs.StringVar(&cfg.CgroupRoot, "cgroup-root", "/sys/fs/cgroup", "where cgroupfs is mounted: the pod cgroups the runtime made for pods sync ran are removed under it once the pods are gone (the kubelet's cleanupOrphanedPodCgroups); empty leaves them")
 	fs.StringVar(&unsafeSysctls, "allowed-unsafe-sysctls", "", "comma-separated unsafe sysctls or sysctl patterns ending in '*' (e.g. 'kernel.msg*,net.core.somaxconn') pods may set besides the safe ones (the kubelet's --allowed-unsafe-sysctls); a pod setting any other sysctl fails with reason SysctlForbidden")
 	fs.StringVar(&cfg.NodeAPIAddr, "node-api-addr", "", "address of the kubelet's node API over HTTPS (/containerLogs, /pods, /runningpods/, /healthz, /metrics), which the API server proxies kubectl logs to, e.g. :10250; empty serves none")

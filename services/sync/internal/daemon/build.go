@@ -65,6 +65,10 @@ type builder struct {
 	kept   map[types.UID]store.KeptStatus
 	// cgroupDriver is the runtime's, which names pod cgroups.
 	cgroupDriver kuberuntime.CgroupDriver
+	// podCgroupManager and qosCgroups make pod cgroups and keep the QoS ones
+	// (--cgroups-per-qos); nil when sync leaves them to the runtime.
+	podCgroupManager kuberuntime.PodCgroups
+	qosCgroups       *cm.QOSContainerManager
 
 	admission  *admissionConn
 	kubeClient kubernetes.Interface
@@ -111,6 +115,7 @@ func build(ctx context.Context, cfg config.Config) (_ *daemon, retErr error) {
 		b.checkSwap,
 		b.dialRuntime,
 		b.detectCgroupDriver,
+		b.buildCgroups,
 		b.openStore,
 		b.buildSources,
 		b.buildRuntimeManager,
@@ -284,7 +289,7 @@ func (b *builder) buildRuntimeManager(ctx context.Context) error {
 		Actuated:    allocations,
 
 		RuntimeClasses: runtimeClasses,
-		PodCgroups:     b.podContainerManager(),
+		PodCgroups:     b.podCgroupManager,
 	})
 
 	b.probeReg = prometheus.NewRegistry()
@@ -471,6 +476,11 @@ func (b *builder) buildBackground(context.Context) error {
 	if b.admissionClient != nil {
 		gc := admission.NodeGC{Containers: b.kubelet, Images: b.imageGC}
 		bg = append(bg, loop{"admission evictions", func(ctx context.Context) { b.admissionClient.WatchEvictions(ctx, b.kubelet, gc) }})
+	}
+	if b.qosCgroups != nil {
+		bg = append(bg, loop{"QoS cgroups", func(ctx context.Context) {
+			b.qosCgroups.Run(ctx, func(err error) { b.log.Info("failed to update QoS cgroups", zap.Error(err)) })
+		}})
 	}
 	if b.kubeClient != nil {
 		bg = append(bg, b.apiServerLoops()...)
@@ -708,13 +718,16 @@ func (b *builder) podCgroups() syncloop.PodCgroupRemover {
 	return cm.New(b.cfg.CgroupRoot)
 }
 
-// podContainerManager makes pod cgroups with their limits
-// (--cgroups-per-qos), or returns nil, leaving them to the runtime, when
-// that is off, when the runtime is on the systemd driver (the kubelet makes
-// pod slices through systemd over D-Bus, which sync does not do), when
+// buildCgroups makes the QoS cgroups and the pod cgroup manager
+// (--cgroups-per-qos), the kubelet's qosContainerManager.Start and
+// podContainerManager, or leaves pod cgroups to the runtime: when that is
+// off, when the runtime is on the systemd driver (the kubelet makes pod
+// slices through systemd over D-Bus, which sync does not do), when
 // --cgroup-root is not /sys/fs/cgroup, or when it cannot be written to, as
-// in a container given a read-only cgroupfs; the last three with a warning.
-func (b *builder) podContainerManager() kuberuntime.PodCgroups {
+// in a container given a read-only cgroupfs; the last three with a
+// warning. QoS cgroups that cannot be made fail the start, as the
+// kubelet's.
+func (b *builder) buildCgroups(context.Context) error {
 	cfg := b.cfg
 	switch {
 	case !cfg.CgroupsPerQOS:
@@ -732,8 +745,14 @@ func (b *builder) podContainerManager() kuberuntime.PodCgroups {
 		b.log.Warn("pod cgroups get no pod-level limits: the cgroupfs cannot be written to", zap.Error(err))
 		return nil
 	}
+	// The sync loop, built later, holds the active pods.
+	b.qosCgroups = cm.NewQOSContainerManager(cm.QOSRoot, func() []*v1.Pod { return b.kubelet.GetActivePods() })
+	if err := b.qosCgroups.Start(); err != nil {
+		return err
+	}
 	name := func(pod *v1.Pod) string { return kuberuntime.CgroupfsPodCgroupParent(pod, qos.GetPodQOS(pod)) }
-	return cm.NewPodContainerManager(name, cfg.CPUCFSQuota, uint64(cfg.CPUCFSQuotaPeriod/time.Microsecond))
+	b.podCgroupManager = cm.NewPodContainerManager(name, cfg.CPUCFSQuota, uint64(cfg.CPUCFSQuotaPeriod/time.Microsecond), b.qosCgroups)
+	return nil
 }
 
 // mirrorSetter is m as a MirrorSetter, nil (mirror pods dropped) when

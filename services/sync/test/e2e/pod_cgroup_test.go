@@ -39,7 +39,8 @@ spec:
 // pod's limits before its sandbox, as the kubelet with cgroupsPerQOS
 // (ResourceConfigForPod): here the pod-level 500m and 96Mi, which no
 // container sets on its own cgroup, read from the host's cgroupfs with the
-// sandbox inside; once the pod is deleted the cgroup goes.
+// sandbox inside; once the pod is deleted the cgroup goes. The BestEffort
+// QoS cgroup has the minimum CPU shares.
 func TestPodCgroupHasThePodsLimits(t *testing.T) {
 	e := newEnv(t)
 	if err := cm.Writable("/sys/fs/cgroup"); err != nil {
@@ -66,6 +67,15 @@ func TestPodCgroupHasThePodsLimits(t *testing.T) {
 		if got := strings.TrimSpace(string(b)); err != nil || got != want {
 			t.Errorf("%s/%s = %q (%v), want %s", dir, file, got, err, want)
 		}
+	}
+	// The QoS tier BestEffort pods share has the minimum CPU weight (the
+	// kubelet's qosContainerManager).
+	qosFile, qosWant := "/sys/fs/cgroup/kubepods/besteffort/cpu.weight", "1"
+	if !cm.Unified("/sys/fs/cgroup") {
+		qosFile, qosWant = "/sys/fs/cgroup/cpu/kubepods/besteffort/cpu.shares", "2"
+	}
+	if b, err := os.ReadFile(qosFile); strings.TrimSpace(string(b)) != qosWant {
+		t.Errorf("%s = %q (%v), want %s", qosFile, strings.TrimSpace(string(b)), err, qosWant)
 	}
 	entries, err := os.ReadDir(memory)
 	sandboxInside := false
