@@ -41,6 +41,10 @@ func Unified(root string) bool {
 	return err == nil
 }
 
+// V1 reports whether cgroup v1 hierarchies are mounted at root: a
+// directory that is not a unified (v2) hierarchy.
+func V1(root string) bool { return dirExists(root) && !Unified(root) }
+
 // hierarchies returns the directories cgroups live under: the root itself on
 // cgroup v2, else every controller directory below it. Symlinks (cpu ->
 // cpu,cpuacct) name a hierarchy already listed and are skipped.

@@ -58,28 +58,11 @@ func (m *QOSContainerManager) bestEffort() string { return path.Join(m.root, "be
 // exist, sets them so: the kubelet's qosContainerManagerImpl.Start.
 func (m *QOSContainerManager) Start() error {
 	minimum := uint64(MinShares)
-	for _, tier := range []struct {
-		name string
-		cfg  ResourceConfig
-	}{
-		{m.burstable(), ResourceConfig{HugePageLimit: hugePagesUnbounded()}},
-		{m.bestEffort(), ResourceConfig{CPUShares: &minimum, HugePageLimit: hugePagesUnbounded()}},
-	} {
-		res := toResources(tier.cfg)
-		mgr, err := cgroupmanager.New(&cgroups.Cgroup{Path: tier.name, Resources: res})
-		if err != nil {
-			return fmt.Errorf("QoS cgroup %s: %w", tier.name, err)
-		}
-		if !cgroupExists(mgr) {
-			if err := mgr.Apply(-1); err != nil {
-				return fmt.Errorf("failed to create top level QoS cgroup %s: %w", tier.name, err)
-			}
-		}
-		if err := mgr.Set(res); err != nil {
-			return fmt.Errorf("failed to update top level QoS cgroup %s: %w", tier.name, err)
-		}
-	}
-	return nil
+	huge := hugePagesUnbounded()
+	return setQOSCgroups(true, map[string]ResourceConfig{
+		m.burstable():  {HugePageLimit: huge},
+		m.bestEffort(): {CPUShares: &minimum, HugePageLimit: huge},
+	})
 }
 
 // Update sets the QoS cgroups from the active pods: the BestEffort tier's
@@ -100,21 +83,30 @@ func (m *QOSContainerManager) Update() error {
 		}
 	}
 	minimum, burstable := uint64(MinShares), uint64(MilliCPUToShares(burstableMilli))
-	for _, tier := range []struct {
-		name string
-		cfg  ResourceConfig
-	}{
-		{m.root, ResourceConfig{HugePageLimit: hugePagesUnbounded()}},
-		{m.burstable(), ResourceConfig{CPUShares: &burstable, HugePageLimit: hugePagesUnbounded()}},
-		{m.bestEffort(), ResourceConfig{CPUShares: &minimum, HugePageLimit: hugePagesUnbounded()}},
-	} {
-		res := toResources(tier.cfg)
-		mgr, err := cgroupmanager.New(&cgroups.Cgroup{Path: tier.name, Resources: res})
+	huge := hugePagesUnbounded()
+	return setQOSCgroups(false, map[string]ResourceConfig{
+		m.root:         {HugePageLimit: huge},
+		m.burstable():  {CPUShares: &burstable, HugePageLimit: huge},
+		m.bestEffort(): {CPUShares: &minimum, HugePageLimit: huge},
+	})
+}
+
+// setQOSCgroups writes each cgroup's configuration, creating the cgroup
+// first when create is set and it does not exist.
+func setQOSCgroups(create bool, tiers map[string]ResourceConfig) error {
+	for name, cfg := range tiers {
+		res := toResources(cfg)
+		mgr, err := cgroupmanager.New(&cgroups.Cgroup{Path: name, Resources: res})
 		if err != nil {
-			return fmt.Errorf("QoS cgroup %s: %w", tier.name, err)
+			return fmt.Errorf("QoS cgroup %s: %w", name, err)
+		}
+		if create && !cgroupExists(mgr) {
+			if err := mgr.Apply(-1); err != nil {
+				return fmt.Errorf("failed to create top level QoS cgroup %s: %w", name, err)
+			}
 		}
 		if err := mgr.Set(res); err != nil {
-			return fmt.Errorf("update QoS cgroup %s: %w", tier.name, err)
+			return fmt.Errorf("failed to update QoS cgroup %s: %w", name, err)
 		}
 	}
 	return nil

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -535,14 +534,9 @@ func (b *builder) recordStartEvents(rec apiserver.NodeEventRecorder) {
 				"might be swapped to disk and should no longer be considered secure.")
 	}
 	rec.Event(v1.EventTypeNormal, apiserver.NodeStarting, "Starting splitlet.")
-	if root := b.cfg.CgroupRoot; root != "" && isDir(root) && !cm.Unified(root) {
+	if root := b.cfg.CgroupRoot; root != "" && cm.V1(root) {
 		rec.Event(v1.EventTypeWarning, apiserver.NodeCgroupV1, cgroupV1Warning)
 	}
-}
-
-func isDir(path string) bool {
-	st, err := os.Stat(path)
-	return err == nil && st.IsDir()
 }
 
 // nodeOptions is the Node sync registers.
